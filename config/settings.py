@@ -1,0 +1,183 @@
+"""Settings come from the environment; every default runs with no server at all.
+
+DATABASE_URL unset -> SQLite file under var/; CELERY_BROKER_URL unset -> kombu's
+filesystem transport under var/broker/, so web, worker and beat can be separate
+processes on one machine with nothing installed.
+"""
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import dj_database_url
+from kombu import Queue
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("WORKFLOW_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _flag(name: str, default: bool = False) -> bool:
+    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
+DEBUG = _flag("DEBUG")
+ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_celery_beat",
+    "workflows",
+    "executions",
+    "nodes",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+_SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'workflow.sqlite3'}"
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", _SQLITE_DEFAULT), conn_max_age=60, conn_health_checks=True
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several processes share one file: WAL lets readers run beside the writer, and
+    # IMMEDIATE takes the write lock at BEGIN, which serializes appends per database
+    # (our per-execution lock on SQLite) instead of failing on lock upgrade.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Tests with real workers need a file the worker processes can open too.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_workflow.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+USE_I18N = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("WORKFLOW_MAX_BODY_BYTES", 1024 * 1024))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first: its WWW-Authenticate header turns anonymous requests into 401.
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Workflow engine API",
+    "DESCRIPTION": "Versioned DAG workflows on Celery; the event log is the source of truth.",
+    "VERSION": "0.1.0",
+}
+
+# --- Celery -----------------------------------------------------------------
+_BROKER_DIR = VAR_DIR / "broker"
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for sub in ("queue", "processed", "control"):
+        (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_BROKER_DIR / "queue"),
+        "data_folder_out": str(_BROKER_DIR / "queue"),
+        "processed_folder": str(_BROKER_DIR / "processed"),
+        "control_folder": str(_BROKER_DIR / "control"),
+        "store_processed": False,
+        "polling_interval": 0.05,
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TASK_DEFAULT_QUEUE = "orchestrator"
+# Declared so that a plain `celery -A config worker` consumes both queues.
+CELERY_TASK_QUEUES = (Queue("orchestrator"), Queue("nodes"))
+CELERY_TASK_ROUTES = {
+    "executions.tasks.*": {"queue": "orchestrator"},
+    "nodes.tasks.*": {"queue": "nodes"},
+}
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+WORKFLOW_SWEEP_INTERVAL = float(os.environ.get("WORKFLOW_SWEEP_INTERVAL", "1.0"))
+CELERY_BEAT_SCHEDULE = {
+    "workflow-sweeper": {
+        "task": "executions.tasks.sweep",
+        "schedule": timedelta(seconds=WORKFLOW_SWEEP_INTERVAL),
+        "options": {"expires": max(WORKFLOW_SWEEP_INTERVAL * 5, 5.0)},
+    }
+}
+
+# --- Engine -----------------------------------------------------------------
+WORKFLOW_HTTP_ALLOWED_HOSTS = _list("WORKFLOW_HTTP_ALLOWED_HOSTS")
+# Seconds a claimed attempt may go without a lease renewal when the node sets none.
+WORKFLOW_DEFAULT_LEASE_SECONDS = float(os.environ.get("WORKFLOW_DEFAULT_LEASE_SECONDS", "30"))
+# A scheduled attempt nobody claimed for this long had its message lost: republish.
+WORKFLOW_REPUBLISH_AFTER_SECONDS = float(os.environ.get("WORKFLOW_REPUBLISH_AFTER_SECONDS", "15"))
+# {{ secrets.NAME }} reads WORKFLOW_SECRET_NAME from the environment at execution time.
+WORKFLOW_SECRETS = {
+    key.removeprefix("WORKFLOW_SECRET_"): value
+    for key, value in os.environ.items()
+    if key.startswith("WORKFLOW_SECRET_")
+}
+WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.demo")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class EventType(StrEnum):
+    WORKFLOW_STARTED = "workflow_started"
+    TASK_SCHEDULED = "task_scheduled"
+    TASK_STARTED = "task_started"
+    TASK_COMPLETED = "task_completed"
+    TASK_FAILED = "task_failed"
+    TASK_TIMED_OUT = "task_timed_out"
+    TASK_RETRY_SCHEDULED = "task_retry_scheduled"
+    TASK_SKIPPED = "task_skipped"
+    TASK_CANCELLED = "task_cancelled"
+    TIMER_STARTED = "timer_started"
+    TIMER_FIRED = "timer_fired"
+    SIGNAL_RECEIVED = "signal_received"
+    CHILD_WORKFLOW_STARTED = "child_workflow_started"
+    COMPENSATION_SCHEDULED = "compensation_scheduled"
+    RETRY_REQUESTED = "retry_requested"
+    WORKFLOW_CANCEL_REQUESTED = "workflow_cancel_requested"
+    WORKFLOW_COMPLETED = "workflow_completed"
+    WORKFLOW_FAILED = "workflow_failed"
+    WORKFLOW_CANCELLED = "workflow_cancelled"
+
+
+#: At most one of these per (node, attempt): enforced by a database constraint.
+RESULT_TYPES = frozenset(
+    {
+        EventType.TASK_COMPLETED,
+        EventType.TASK_FAILED,
+        EventType.TASK_TIMED_OUT,
+        EventType.TASK_CANCELLED,
+    }
+)
+
+
+class Source(StrEnum):
+    """Who wrote an event. Only ENGINE events are decisions that replay re-derives."""
+
+    ENGINE = "engine"
+    WORKER = "worker"
+    TIMER = "timer"
+    SWEEPER = "sweeper"
+    API = "api"
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    type: EventType
+    timestamp: datetime
+    node_id: str | None = None
+    attempt: int | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    source: Source = Source.ENGINE
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An event the orchestrator decided to append (seq and timestamp come at append)."""
+
+    type: EventType
+    node_id: str | None = None
+    attempt: int | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def as_event(self, seq: int, timestamp: datetime) -> Event:
+        return Event(seq, self.type, timestamp, self.node_id, self.attempt, self.data)

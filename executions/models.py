@@ -1,0 +1,212 @@
+"""The event log and its projections.
+
+`Event` is the source of truth and is append-only. `Execution` and `Task` are
+projections written in the same transaction as the events and rebuildable from them.
+`Attempt` and `Timer` are the operational rows workers and the sweeper coordinate on
+(claims, leases, due times); they too follow from the events.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from executions.engine.events import RESULT_TYPES, EventType
+from executions.engine.statuses import ExecutionStatus, TaskStatus
+
+
+class Execution(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workflow = models.ForeignKey(
+        "workflows.WorkflowDefinition", on_delete=models.PROTECT, related_name="executions"
+    )
+    version = models.ForeignKey(
+        "workflows.WorkflowVersion", on_delete=models.PROTECT, related_name="executions"
+    )
+    status = models.CharField(
+        max_length=16, choices=ExecutionStatus.choices, default=ExecutionStatus.PENDING
+    )
+    input = models.JSONField(default=dict, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    replay_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replays"
+    )
+    parent_execution = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    #: A hash of the request that used idempotency_key, to refuse a reuse with other data.
+    request_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    #: Highest seq appended; events are numbered 1..last_seq with no gap.
+    last_seq = models.PositiveIntegerField(default=0)
+    #: Highest seq the orchestrator has decided upon; last_seq > decided_seq means work to do.
+    decided_seq = models.PositiveIntegerField(default=0)
+    #: The folded state at snapshot_seq, so advancing folds only the events after it.
+    snapshot = models.JSONField(null=True, blank=True, editable=False)
+    snapshot_seq = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="execution_status_idx"),
+            models.Index(fields=["workflow", "-created_at"], name="execution_workflow_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+
+class EventQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise TypeError("Events are append-only: they are never updated.")
+
+    def delete(self):
+        raise TypeError("Events are append-only: they are never deleted.")
+
+
+class Event(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    execution = models.ForeignKey(Execution, on_delete=models.PROTECT, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=32, choices=[(t.value, t.value) for t in EventType])
+    node_id = models.CharField(max_length=80, null=True, blank=True)
+    attempt = models.PositiveIntegerField(null=True, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    timestamp = models.DateTimeField()
+    #: Who wrote it: "engine" for orchestrator decisions (what replay --verify re-derives),
+    #: "worker", "timer", "sweeper" or "api" for the facts it decides upon.
+    source = models.CharField(max_length=16)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["execution_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["execution", "seq"], name="event_unique_seq"),
+            # Exactly one result per attempt, however often a message or worker is duplicated.
+            models.UniqueConstraint(
+                fields=["execution", "node_id", "attempt"],
+                condition=Q(type__in=sorted(RESULT_TYPES)),
+                name="event_one_result_per_attempt",
+            ),
+            # One scheduling decision per attempt: two orchestrators can never both schedule.
+            models.UniqueConstraint(
+                fields=["execution", "node_id", "attempt"],
+                condition=Q(type=EventType.TASK_SCHEDULED),
+                name="event_one_schedule_per_attempt",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type} {self.node_id or ''}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise TypeError("Events are append-only: they are never updated.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("Events are append-only: they are never deleted.")
+
+
+class Task(models.Model):
+    """Projection: one row per node of an execution."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="tasks")
+    node_id = models.CharField(max_length=80)
+    type = models.CharField(max_length=16)
+    status = models.CharField(
+        max_length=16, choices=TaskStatus.choices, default=TaskStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    retry_count = models.PositiveIntegerField(default=0)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    next_retry_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["execution_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["execution", "node_id"], name="task_unique_node")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} ({self.status})"
+
+
+class AttemptStatus(models.TextChoices):
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+
+
+class Attempt(models.Model):
+    """One try of one node: what a worker claims, holds a lease on, and records a result for."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="attempt_rows")
+    node_id = models.CharField(max_length=80)
+    attempt = models.PositiveIntegerField()
+    status = models.CharField(
+        max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.SCHEDULED
+    )
+    worker_id = models.CharField(max_length=200, blank=True, default="")
+    scheduled_at = models.DateTimeField()
+    published_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    #: timeout_seconds from the claim: past it the attempt is timed out whatever its lease.
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["execution", "node_id", "attempt"], name="attempt_unique"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"], name="attempt_lease_idx"),
+            models.Index(fields=["status", "scheduled_at"], name="attempt_scheduled_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.execution_id}:{self.node_id}#{self.attempt} ({self.status})"
+
+
+class TimerKind(models.TextChoices):
+    DELAY = "delay"
+    RETRY = "retry"
+
+
+class Timer(models.Model):
+    """A durable due time: no worker sleeps through a delay or a retry backoff."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="timers")
+    node_id = models.CharField(max_length=80)
+    attempt = models.PositiveIntegerField()
+    kind = models.CharField(max_length=8, choices=TimerKind.choices)
+    due_at = models.DateTimeField()
+    fired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["execution", "node_id", "attempt", "kind"], name="timer_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["fired_at", "due_at"], name="timer_due_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.node_id}#{self.attempt} due {self.due_at:%Y-%m-%d %H:%M:%S}"

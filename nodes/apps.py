@@ -1,0 +1,14 @@
+from importlib import import_module
+
+from django.apps import AppConfig
+from django.conf import settings
+
+
+class NodesConfig(AppConfig):
+    name = "nodes"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Importing a module runs its @workflow_function decorators.
+        for module in settings.WORKFLOW_FUNCTION_MODULES:
+            import_module(module)

@@ -1,0 +1,25 @@
+"""The workflow DSL: typed, frozen objects parsed from a version's JSON definition.
+
+Pure Python: no Django import, so the engine core can use it.
+"""
+
+from workflows.dsl.model import (
+    NODE_TYPES,
+    TRIGGER_RULES,
+    Definition,
+    Node,
+    NodeBody,
+    RetryPolicy,
+)
+from workflows.dsl.problems import DefinitionError, Problem
+
+__all__ = [
+    "NODE_TYPES",
+    "TRIGGER_RULES",
+    "Definition",
+    "DefinitionError",
+    "Node",
+    "NodeBody",
+    "Problem",
+    "RetryPolicy",
+]

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+NODE_TYPES = ("function", "http", "delay", "approval", "workflow", "map")
+TRIGGER_RULES = ("all_success", "none_failed", "all_done")
+
+JSON = Any
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When and how soon a failed attempt is tried again."""
+
+    #: Attempts in all, the first included; 1 means never retry.
+    max_attempts: int = 3
+    initial_interval_seconds: float = 1.0
+    backoff_coefficient: float = 2.0
+    max_interval_seconds: float = 300.0
+    #: Deterministic jitter from hash(execution id, node id, attempt); never random.
+    jitter: bool = True
+    #: Error types (NodeError.type) that fail the node at once.
+    non_retryable_errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeBody:
+    """What a node does, without its place in the graph.
+
+    Used as-is for `compensation` and for a `map` node's per-item `node`; `Node`
+    adds the graph fields. Type-specific fields are None where they do not apply.
+    """
+
+    type: str
+    #: Any JSON; templates are resolved when the node is scheduled.
+    input: JSON = None
+    #: function: the registered function name.
+    function: str | None = None
+    #: http: method, url, headers, params, json or body (templates allowed anywhere).
+    request: Mapping[str, JSON] | None = None
+    #: http: accepted status codes; None means any 2xx.
+    success_status: tuple[int, ...] | None = None
+    #: delay: seconds to wait, or an ISO 8601 instant to wait until.
+    seconds: float | None = None
+    until: str | None = None
+    #: workflow: the child workflow's name and optional pinned version.
+    workflow: str | None = None
+    version: int | None = None
+    #: map: an expression that yields the list of items, the per-item body, and parallelism.
+    items: str | None = None
+    node: NodeBody | None = None
+    max_parallel: int | None = None
+    #: The effective policy: the node's override merged over the definition's.
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Per attempt, start to close.
+    timeout_seconds: float | None = None
+    #: The lease: an attempt whose worker stops renewing it for this long is timed out.
+    heartbeat_timeout_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Node(NodeBody):
+    """A node of the DAG."""
+
+    id: str = ""
+    depends_on: tuple[str, ...] = ()
+    #: A bare JMESPath expression; falsy means the node is skipped.
+    when: str | None = None
+    trigger_rule: str = "all_success"
+    compensation: NodeBody | None = None
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A parsed, validated workflow definition. Nodes keep their declared order."""
+
+    nodes: tuple[Node, ...]
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Template for the execution's output; None means the outputs of the sink nodes.
+    output: JSON = None
+
+    @cached_property
+    def by_id(self) -> Mapping[str, Node]:
+        return {node.id: node for node in self.nodes}
+
+    @cached_property
+    def children(self) -> Mapping[str, tuple[str, ...]]:
+        kids: dict[str, list[str]] = {node.id: [] for node in self.nodes}
+        for node in self.nodes:
+            for parent in node.depends_on:
+                kids[parent].append(node.id)
+        return {key: tuple(value) for key, value in kids.items()}
+
+    @cached_property
+    def sinks(self) -> tuple[str, ...]:
+        return tuple(node_id for node_id, kids in self.children.items() if not kids)
+
+    def downstream_of(self, node_id: str) -> frozenset[str]:
+        """Every node reachable from node_id, node_id included."""
+        seen: set[str] = set()
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            if current not in seen:
+                seen.add(current)
+                stack.extend(self.children[current])
+        return frozenset(seen)

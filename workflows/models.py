@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from django.db import models
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]{0,99}$",
+    "Use lowercase letters, digits, '-' and '_' (a slug, at most 100 characters).",
+)
+
+
+class WorkflowDefinition(models.Model):
+    name = models.CharField(max_length=100, unique=True, validators=[slug_validator])
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def latest(self) -> WorkflowVersion | None:
+        return self.versions.order_by("-version").first()
+
+
+class WorkflowVersion(models.Model):
+    """An immutable, numbered definition. Executions pin one; new versions never touch them."""
+
+    workflow = models.ForeignKey(
+        WorkflowDefinition, on_delete=models.PROTECT, related_name="versions"
+    )
+    version = models.PositiveIntegerField()
+    definition = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["workflow_id", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["workflow", "version"], name="unique_workflow_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow.name} v{self.version}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise ValueError("Workflow versions are immutable: create a new version instead.")
+        super().save(*args, **kwargs)
