@@ -188,6 +188,8 @@ class Attempt(models.Model):
 class TimerKind(models.TextChoices):
     DELAY = "delay"
     RETRY = "retry"
+    #: A scheduled start (start_at): fires workflow_started.
+    START = "start"
 
 
 class Timer(models.Model):

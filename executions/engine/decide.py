@@ -1,0 +1,171 @@
+"""decide(definition, state) -> decisions: what the orchestrator does next.
+
+A pure function of the definition and the folded events. Each decision is folded into
+a working copy before the next is taken, so one call reaches a fixpoint (a skip that
+makes a child ready is decided in the same call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from executions.engine.context import template_context
+from executions.engine.events import Decision, EventType
+from executions.engine.fold import apply_event
+from executions.engine.nodes import start_node
+from executions.engine.retry import retry_delay, should_retry
+from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
+from executions.engine.state import ExecutionState
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
+from executions.engine.timeutil import plus_seconds
+from workflows.dsl import Definition
+from workflows.dsl.templates import TemplateError, render
+
+
+class DecideLoopError(RuntimeError):
+    """decide did not reach a fixpoint: a bug in the core, never a user error."""
+
+
+def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
+    working = state.copy()
+    decisions: list[Decision] = []
+    for _ in range(4 * len(definition.nodes) + 8):
+        step = list(_step(definition, working))
+        if not step:
+            return decisions
+        for decision in step:
+            apply_event(working, decision.as_event(working.last_seq + 1, working.now))
+        decisions.extend(step)
+    raise DecideLoopError(f"no fixpoint after {len(decisions)} decisions")
+
+
+def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    if state.status in EXECUTION_TERMINAL or state.status == ExecutionStatus.PENDING:
+        return
+    if state.cancel_requested:
+        yield from _cancel(definition, state)
+        return
+    yield from _retries(definition, state)
+    yield from _wakeups(definition, state)
+    yield from _ready(definition, state)
+
+
+def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    cancelled = False
+    for node in definition.nodes:
+        current = state.node(node.id)
+        if current.status in (TaskStatus.PENDING, TaskStatus.FAILED, *_ACTIVE):
+            if current.status == TaskStatus.FAILED and failed_for_good(node, current):
+                continue
+            cancelled = True
+            attempt = current.attempt if current.status in _ACTIVE else None
+            yield Decision(
+                EventType.TASK_CANCELLED, node.id, attempt, {"reason": "execution cancelled"}
+            )
+    if not cancelled:
+        yield Decision(EventType.WORKFLOW_CANCELLED, data={"reason": "cancel requested"})
+
+
+_ACTIVE = (TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING, TaskStatus.WAITING)
+
+
+def _retries(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    for node in definition.nodes:
+        current = state.node(node.id)
+        if current.status != TaskStatus.FAILED:
+            continue
+        policy = node.retry_policy
+        if not should_retry(policy, attempt=current.attempt, error=current.error):
+            continue
+        delay = retry_delay(
+            policy,
+            execution_id=state.execution_id,
+            node_id=node.id,
+            attempt=current.attempt,
+            error=current.error,
+        )
+        yield Decision(
+            EventType.TASK_RETRY_SCHEDULED,
+            node.id,
+            current.attempt,
+            {
+                "delay_seconds": delay,
+                "due_at": plus_seconds(state.now, delay).isoformat(),
+                "next_attempt": current.attempt + 1,
+                "error_type": (current.error or {}).get("type"),
+            },
+        )
+
+
+def _wakeups(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    """Retry timers that fired, delay timers that fired, approvals that were answered."""
+    for node in definition.nodes:
+        current = state.node(node.id)
+        if current.status == TaskStatus.RETRYING and current.retry_due:
+            data = {"input": current.input, "type": node.type, "retry": True}
+            yield Decision(EventType.TASK_SCHEDULED, node.id, current.attempt + 1, data)
+        elif current.status == TaskStatus.WAITING and current.timer_fired:
+            output = {"waited_until": (current.input or {}).get("due_at")}
+            yield Decision(EventType.TASK_COMPLETED, node.id, current.attempt, {"output": output})
+        elif current.status == TaskStatus.WAITING and current.signal is not None:
+            yield _answer(node.id, current.attempt, current.signal)
+
+
+def _answer(node_id: str, attempt: int, signal: dict) -> Decision:
+    payload = {"data": signal.get("data"), "comment": signal.get("comment"), "by": signal.get("by")}
+    if signal.get("decision") == "approve":
+        output = {"approved": True, **payload}
+        return Decision(EventType.TASK_COMPLETED, node_id, attempt, {"output": output})
+    error = {"type": "Rejected", "message": "approval rejected", "retryable": False, **payload}
+    return Decision(EventType.TASK_FAILED, node_id, attempt, {"error": error})
+
+
+def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    failing = any(failed_for_good(n, state.node(n.id)) for n in definition.nodes)
+    context = None
+    for node in definition.nodes:
+        current = state.node(node.id)
+        if current.status != TaskStatus.PENDING:
+            continue
+        verdict = trigger_verdict(definition, state, node)
+        if verdict is Verdict.WAIT:
+            continue
+        if verdict is Verdict.SKIP:
+            yield _skip(node.id, "upstream did not succeed", current.attempt)
+            continue
+        if failing and node.trigger_rule != "all_done":
+            yield _skip(node.id, "execution is failing", current.attempt)
+            continue
+        # Templates may only read upstream nodes, which are settled: one context serves
+        # every node started in this step.
+        context = context or template_context(state)
+        yield from start_node(node, current.attempt + 1, context, state.now)
+    if not any(_busy(definition, state)):
+        yield _finish(definition, state, failing)
+
+
+def _skip(node_id: str, reason: str, attempt: int) -> Decision:
+    return Decision(EventType.TASK_SKIPPED, node_id, attempt or None, {"reason": reason})
+
+
+def _busy(definition: Definition, state: ExecutionState) -> Iterator[bool]:
+    for node in definition.nodes:
+        yield not is_settled(node, state.node(node.id))
+
+
+def _finish(definition: Definition, state: ExecutionState, failing: bool) -> Decision:
+    if failing:
+        failed = [n.id for n in definition.nodes if failed_for_good(n, state.node(n.id))]
+        first = state.node(failed[0])
+        error = {"message": f"node '{failed[0]}' failed", "nodes": failed, "cause": first.error}
+        return Decision(EventType.WORKFLOW_FAILED, data={"error": error})
+    context = template_context(state)
+    try:
+        if definition.output is None:
+            output = {sink: state.node(sink).output for sink in definition.sinks}
+        else:
+            output = render(definition.output, context)
+    except TemplateError as exc:
+        error = {"type": "TemplateError", "message": f"output: {exc}"}
+        return Decision(EventType.WORKFLOW_FAILED, data={"error": error})
+    return Decision(EventType.WORKFLOW_COMPLETED, data={"output": output})

@@ -1,0 +1,206 @@
+"""fold(events) -> state: a table of transitions, one function per event type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from executions.engine.events import Event, EventType
+from executions.engine.state import ExecutionState, NodeState
+from executions.engine.statuses import ExecutionStatus, TaskStatus
+
+
+def fold(
+    events: Iterable[Event], state: ExecutionState | None = None, *, execution_id: str = ""
+) -> ExecutionState:
+    """The state after `events`, starting from `state` (never mutated) or from nothing."""
+    result = state.copy() if state is not None else ExecutionState(execution_id)
+    for event in events:
+        apply_event(result, event)
+    return result
+
+
+def apply_event(state: ExecutionState, event: Event) -> None:
+    """Fold one event into `state` in place. Events must come in seq order."""
+    if event.seq != state.last_seq + 1:
+        raise ValueError(
+            f"event seq {event.seq} does not follow {state.last_seq}: the log has a gap"
+        )
+    state.last_seq = event.seq
+    state.now = event.timestamp
+    handler = _HANDLERS.get(event.type)
+    if handler is not None:
+        handler(state, event)
+
+
+def _current(state: ExecutionState, event: Event) -> NodeState | None:
+    """The node an event is about, or None if the event speaks of a superseded attempt."""
+    node = state.node(event.node_id or "")
+    if event.attempt is not None and event.attempt < node.attempt:
+        return None
+    return node
+
+
+def _workflow_started(state: ExecutionState, event: Event) -> None:
+    state.status = ExecutionStatus.RUNNING
+    state.input = event.data.get("input")
+    state.started_at = event.timestamp
+
+
+def _task_scheduled(state: ExecutionState, event: Event) -> None:
+    node = state.node(event.node_id or "")
+    node.attempt = event.attempt or node.attempt + 1
+    node.input = event.data.get("input")
+    node.retry_due = False
+    node.next_retry_at = None
+    node.error = None
+    waits = event.data.get("type") == "approval"
+    node.status = TaskStatus.WAITING if waits else TaskStatus.SCHEDULED
+    if waits and node.started_at is None:
+        node.started_at = event.timestamp
+
+
+def _task_started(state: ExecutionState, event: Event) -> None:
+    node = _current(state, event)
+    if node is None or node.status != TaskStatus.SCHEDULED:
+        return
+    node.status = TaskStatus.RUNNING
+    node.started_attempts.append(event.attempt or node.attempt)
+    if node.started_at is None:
+        node.started_at = event.timestamp
+
+
+def _task_completed(state: ExecutionState, event: Event) -> None:
+    node = _current(state, event)
+    if node is None:
+        return
+    node.status = TaskStatus.SUCCEEDED
+    node.output = event.data.get("output")
+    node.error = None
+    node.ended_at = event.timestamp
+    node.completed_seq = event.seq
+
+
+def _task_failed(state: ExecutionState, event: Event) -> None:
+    node = _current(state, event)
+    if node is None:
+        return
+    node.status = TaskStatus.FAILED
+    node.error = event.data.get("error") or {"type": "Error", "message": "failed"}
+    node.ended_at = event.timestamp
+
+
+def _task_timed_out(state: ExecutionState, event: Event) -> None:
+    node = _current(state, event)
+    if node is None:
+        return
+    node.status = TaskStatus.FAILED
+    node.error = event.data.get("error") or {
+        "type": "Timeout",
+        "message": "attempt timed out",
+        "retryable": True,
+    }
+    node.ended_at = event.timestamp
+
+
+def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
+    node = state.node(event.node_id or "")
+    node.status = TaskStatus.RETRYING
+    node.retry_count += 1
+    due = event.data.get("due_at")
+    node.next_retry_at = datetime.fromisoformat(due) if isinstance(due, str) else due
+    node.retry_due = False
+
+
+def _task_skipped(state: ExecutionState, event: Event) -> None:
+    node = state.node(event.node_id or "")
+    node.status = TaskStatus.SKIPPED
+    node.reason = event.data.get("reason")
+    node.ended_at = event.timestamp
+
+
+def _task_cancelled(state: ExecutionState, event: Event) -> None:
+    node = _current(state, event)
+    if node is None:
+        return
+    node.status = TaskStatus.CANCELLED
+    node.reason = event.data.get("reason")
+    node.ended_at = event.timestamp
+
+
+def _timer_started(state: ExecutionState, event: Event) -> None:
+    node = state.node(event.node_id or "")
+    node.attempt = event.attempt or 1
+    node.status = TaskStatus.WAITING
+    node.input = event.data.get("input")
+    node.timer_fired = False
+    if node.started_at is None:
+        node.started_at = event.timestamp
+
+
+def _timer_fired(state: ExecutionState, event: Event) -> None:
+    node = state.node(event.node_id or "")
+    if event.data.get("kind") == "retry":
+        if node.status == TaskStatus.RETRYING and event.attempt == node.attempt + 1:
+            node.retry_due = True
+    elif node.status == TaskStatus.WAITING and event.attempt == node.attempt:
+        node.timer_fired = True
+
+
+def _signal_received(state: ExecutionState, event: Event) -> None:
+    node = state.node(event.node_id or "")
+    if node.status == TaskStatus.WAITING and node.signal is None:
+        node.signal = dict(event.data)
+
+
+def _retry_requested(state: ExecutionState, event: Event) -> None:
+    state.status = ExecutionStatus.RUNNING
+    state.ended_at = None
+    state.output = None
+    state.error = None
+    state.cancel_requested = False
+    for node_id in event.data.get("nodes", []):
+        node = state.node(node_id)
+        node.status = TaskStatus.PENDING
+        node.error = None
+        node.output = None
+        node.reason = None
+        node.ended_at = None
+        node.signal = None
+        node.timer_fired = False
+
+
+def _cancel_requested(state: ExecutionState, event: Event) -> None:
+    state.cancel_requested = True
+    state.status = ExecutionStatus.CANCELLING
+
+
+def _ended(status: ExecutionStatus) -> Callable[[ExecutionState, Event], None]:
+    def handler(state: ExecutionState, event: Event) -> None:
+        state.status = status
+        state.ended_at = event.timestamp
+        state.output = event.data.get("output")
+        state.error = event.data.get("error")
+
+    return handler
+
+
+_HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
+    EventType.WORKFLOW_STARTED: _workflow_started,
+    EventType.TASK_SCHEDULED: _task_scheduled,
+    EventType.TASK_STARTED: _task_started,
+    EventType.TASK_COMPLETED: _task_completed,
+    EventType.TASK_FAILED: _task_failed,
+    EventType.TASK_TIMED_OUT: _task_timed_out,
+    EventType.TASK_RETRY_SCHEDULED: _task_retry_scheduled,
+    EventType.TASK_SKIPPED: _task_skipped,
+    EventType.TASK_CANCELLED: _task_cancelled,
+    EventType.TIMER_STARTED: _timer_started,
+    EventType.TIMER_FIRED: _timer_fired,
+    EventType.SIGNAL_RECEIVED: _signal_received,
+    EventType.RETRY_REQUESTED: _retry_requested,
+    EventType.WORKFLOW_CANCEL_REQUESTED: _cancel_requested,
+    EventType.WORKFLOW_COMPLETED: _ended(ExecutionStatus.SUCCEEDED),
+    EventType.WORKFLOW_FAILED: _ended(ExecutionStatus.FAILED),
+    EventType.WORKFLOW_CANCELLED: _ended(ExecutionStatus.CANCELLED),
+}

@@ -1,0 +1,58 @@
+"""How each node type starts: the first decision for a node whose trigger rule holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from executions.engine.events import Decision, EventType
+from executions.engine.timeutil import plus_seconds
+from workflows.dsl import Node
+from workflows.dsl.templates import TemplateError, render, search
+
+#: Types whose attempts run on a worker; the others are handled by the orchestrator.
+WORKER_TYPES = frozenset({"function", "http"})
+SUPPORTED_TYPES = frozenset({"function", "http", "delay", "approval"})
+
+
+def start_node(
+    node: Node, attempt: int, context: dict[str, Any], now: datetime | None
+) -> Iterator[Decision]:
+    try:
+        if node.when is not None and not search(node.when, context):
+            yield Decision(EventType.TASK_SKIPPED, node.id, None, {"reason": "when is false"})
+            return
+        if node.type not in SUPPORTED_TYPES:
+            raise _Unsupported(node.type)
+        if node.type == "delay":
+            yield _start_timer(node, attempt, context, now)
+            return
+        payload = node.request if node.type == "http" else node.input
+        data = {"input": render(payload, context), "type": node.type}
+        yield Decision(EventType.TASK_SCHEDULED, node.id, attempt, data)
+    except (TemplateError, _Unsupported, ValueError, TypeError) as exc:
+        error_type = "TemplateError" if isinstance(exc, TemplateError) else type(exc).__name__
+        error = {"type": error_type, "message": str(exc), "retryable": False}
+        yield Decision(EventType.TASK_FAILED, node.id, attempt, {"error": error})
+
+
+class _Unsupported(Exception):
+    def __init__(self, node_type: str):
+        super().__init__(f"node type '{node_type}' is not supported by this engine version yet")
+
+
+def _start_timer(
+    node: Node, attempt: int, context: dict[str, Any], now: datetime | None
+) -> Decision:
+    if node.until is not None:
+        until = render(node.until, context)
+        due = datetime.fromisoformat(str(until))
+        if due.tzinfo is None:
+            raise ValueError(f"until '{until}' has no timezone: add one, e.g. +00:00")
+        data = {"input": {"until": str(until), "due_at": due.isoformat()}}
+    else:
+        seconds = float(node.seconds or 0)
+        due = plus_seconds(now, seconds)
+        data = {"input": {"seconds": seconds, "due_at": due.isoformat()}}
+    return Decision(EventType.TIMER_STARTED, node.id, attempt, data)

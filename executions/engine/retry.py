@@ -1,0 +1,46 @@
+"""Retry decisions: policy-based, with jitter that is a pure function of its inputs."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from workflows.dsl import RetryPolicy
+
+#: Jitter shortens a delay by up to this fraction, so it never exceeds the policy's cap.
+JITTER_FRACTION = 0.2
+
+
+def jitter_fraction(execution_id: str, node_id: str, attempt: int) -> float:
+    """A number in [0, 1) that is the same every time for the same attempt."""
+    digest = hashlib.sha256(f"{execution_id}:{node_id}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def retry_delay(
+    policy: RetryPolicy,
+    *,
+    execution_id: str,
+    node_id: str,
+    attempt: int,
+    error: dict[str, Any] | None = None,
+) -> float:
+    """Seconds to wait after failed `attempt` (1-based) before the next one."""
+    delay = policy.initial_interval_seconds * policy.backoff_coefficient ** (attempt - 1)
+    delay = min(delay, policy.max_interval_seconds)
+    if policy.jitter:
+        delay *= 1 - JITTER_FRACTION * jitter_fraction(execution_id, node_id, attempt)
+    retry_after = (error or {}).get("retry_after_seconds")
+    if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
+        # A server that says when to come back is believed, up to the policy's cap.
+        delay = max(delay, min(float(retry_after), policy.max_interval_seconds))
+    return round(delay, 3)
+
+
+def should_retry(policy: RetryPolicy, *, attempt: int, error: dict[str, Any] | None) -> bool:
+    error = error or {}
+    if error.get("retryable") is False:
+        return False
+    if error.get("type") in policy.non_retryable_errors:
+        return False
+    return attempt < policy.max_attempts

@@ -1,0 +1,94 @@
+"""The folded state of one execution. Plain data, JSON-round-trippable for snapshots."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from executions.engine.statuses import ExecutionStatus, TaskStatus
+
+_DATETIME_FIELDS = {"started_at", "ended_at", "next_retry_at", "now", "due_at"}
+
+
+@dataclass
+class NodeState:
+    node_id: str
+    status: str = TaskStatus.PENDING
+    #: The latest attempt number scheduled (0: never scheduled).
+    attempt: int = 0
+    retry_count: int = 0
+    input: Any = None
+    output: Any = None
+    error: dict[str, Any] | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    next_retry_at: datetime | None = None
+    #: A retry timer fired: the next attempt may be scheduled.
+    retry_due: bool = False
+    #: A delay node's timer fired.
+    timer_fired: bool = False
+    #: An approval node's decision: {"approved": bool, "data":..., "comment":...}.
+    signal: dict[str, Any] | None = None
+    #: Why the node was skipped or cancelled.
+    reason: str | None = None
+    #: seq of the node's completion, for compensation order and audits.
+    completed_seq: int | None = None
+    #: Attempts that reported task_started, to prove a node ran no more than recorded.
+    started_attempts: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ExecutionState:
+    execution_id: str
+    status: str = ExecutionStatus.PENDING
+    input: Any = None
+    output: Any = None
+    error: dict[str, Any] | None = None
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+    last_seq: int = 0
+    #: Timestamp of the last folded event: the engine's only notion of "now".
+    now: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    cancel_requested: bool = False
+
+    def node(self, node_id: str) -> NodeState:
+        found = self.nodes.get(node_id)
+        if found is None:
+            found = self.nodes[node_id] = NodeState(node_id)
+        return found
+
+    def copy(self) -> ExecutionState:
+        return copy.deepcopy(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _encode(asdict(self))
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ExecutionState:
+        data = _decode(raw)
+        nodes = {key: NodeState(**value) for key, value in data.pop("nodes").items()}
+        known = {f.name for f in fields(cls)}
+        return cls(nodes=nodes, **{k: v for k, v in data.items() if k in known})
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {key: _encode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_encode(item) for item in value]
+    return value
+
+
+def _decode(value: Any, key: str | None = None) -> Any:
+    if isinstance(value, dict):
+        if key in ("input", "output", "error", "signal"):
+            return value  # user JSON: never reinterpret its strings
+        return {k: _decode(item, k) for k, item in value.items()}
+    if key in _DATETIME_FIELDS and isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return value

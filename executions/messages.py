@@ -1,0 +1,61 @@
+"""Celery messages, published after commit. The broker is only a wake-up call: if a
+publish fails, the sweeper finds the row that needed it and publishes again."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+#: Longer waits are left to the sweeper alone, so no worker holds a far-future ETA message.
+MAX_COUNTDOWN_SECONDS = 600.0
+
+
+def _safely(send: Callable[[], object], what: str) -> None:
+    try:
+        send()
+    except Exception:  # the broker is down: the sweeper will republish from the database
+        log.warning("could not publish %s; the sweeper will retry", what, exc_info=True)
+
+
+def publish_attempt(attempt_id: int) -> None:
+    from nodes.tasks import run_task
+
+    _safely(lambda: run_task.apply_async(args=[attempt_id]), f"attempt {attempt_id}")
+
+
+def publish_timer(timer_id: int, delay_seconds: float) -> None:
+    from executions.tasks import fire_timer
+
+    if delay_seconds <= MAX_COUNTDOWN_SECONDS:
+        countdown = max(delay_seconds, 0.0)
+        _safely(
+            lambda: fire_timer.apply_async(args=[timer_id], countdown=countdown),
+            f"timer {timer_id}",
+        )
+
+
+def publish_advance(execution_id: str) -> None:
+    from executions.tasks import advance_execution
+
+    _safely(lambda: advance_execution.apply_async(args=[execution_id]), f"advance {execution_id}")
+
+
+class Outbox:
+    """Messages decided inside a transaction, sent once it commits (never before)."""
+
+    def __init__(self) -> None:
+        self._sends: list[Callable[[], None]] = []
+
+    def add(self, send: Callable[[], None]) -> None:
+        if not self._sends:
+            transaction.on_commit(self._flush)
+        self._sends.append(send)
+
+    def _flush(self) -> None:
+        sends, self._sends = self._sends, []
+        for send in sends:
+            send()

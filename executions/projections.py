@@ -1,0 +1,81 @@
+"""Projections: Execution and Task rows as folded from the events. Always rebuildable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from executions.engine.state import ExecutionState, NodeState
+from executions.models import Execution, Task
+from workflows.dsl import Definition
+
+EXECUTION_FIELDS = ("status", "output", "error", "started_at", "ended_at")
+BOOKKEEPING_FIELDS = ("last_seq", "decided_seq", "snapshot", "snapshot_seq")
+
+
+def task_fields(node: NodeState) -> dict[str, Any]:
+    return {
+        "status": node.status,
+        "attempts": node.attempt,
+        "retry_count": node.retry_count,
+        "input": node.input,
+        "output": node.output,
+        "error": node.error,
+        "started_at": node.started_at,
+        "ended_at": node.ended_at,
+        "next_retry_at": node.next_retry_at,
+    }
+
+
+def execution_fields(state: ExecutionState) -> dict[str, Any]:
+    return {name: getattr(state, name) for name in EXECUTION_FIELDS}
+
+
+def create_tasks(execution: Execution, definition: Definition) -> None:
+    Task.objects.bulk_create(
+        Task(execution=execution, node_id=node.id, type=node.type) for node in definition.nodes
+    )
+
+
+def project(execution: Execution, state: ExecutionState, node_ids: Iterable[str]) -> None:
+    """Write the folded state of `node_ids` and of the execution. Call inside the lock."""
+    for name, value in execution_fields(state).items():
+        setattr(execution, name, value)
+    execution.save(update_fields=[*EXECUTION_FIELDS, *BOOKKEEPING_FIELDS])
+    for node_id in sorted(set(node_ids)):
+        node = state.nodes.get(node_id)
+        if node is not None:
+            Task.objects.filter(execution=execution, node_id=node_id).update(**task_fields(node))
+
+
+def rebuild(execution: Execution, state: ExecutionState, definition: Definition) -> None:
+    """Rewrite every projection of one execution from its folded log."""
+    Task.objects.filter(execution=execution).exclude(
+        node_id__in=[n.id for n in definition.nodes]
+    ).delete()
+    existing = set(Task.objects.filter(execution=execution).values_list("node_id", flat=True))
+    Task.objects.bulk_create(
+        Task(execution=execution, node_id=n.id, type=n.type)
+        for n in definition.nodes
+        if n.id not in existing
+    )
+    for node in definition.nodes:
+        fields = task_fields(state.nodes.get(node.id) or NodeState(node.id))
+        Task.objects.filter(execution=execution, node_id=node.id).update(**fields)
+    project(execution, state, ())
+
+
+def differences(execution: Execution, state: ExecutionState) -> list[str]:
+    """Where the stored projection disagrees with the folded log (empty: they agree)."""
+    problems = []
+    for name, value in execution_fields(state).items():
+        if getattr(execution, name) != value:
+            problems.append(f"execution.{name}: stored {getattr(execution, name)!r}, log {value!r}")
+    for task in Task.objects.filter(execution=execution):
+        node = state.nodes.get(task.node_id) or NodeState(task.node_id)
+        for name, value in task_fields(node).items():
+            if getattr(task, name) != value:
+                problems.append(
+                    f"task {task.node_id}.{name}: stored {getattr(task, name)!r}, log {value!r}"
+                )
+    return problems

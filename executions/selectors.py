@@ -1,0 +1,41 @@
+"""Reads for the API and admin."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from executions.models import Attempt, Event, Execution, Task
+from workflows.models import WorkflowDefinition
+
+
+def execution_list(*, status: str | None = None, workflow: str | None = None) -> QuerySet:
+    queryset = Execution.objects.select_related("workflow", "version")
+    if status:
+        queryset = queryset.filter(status=status)
+    if workflow:
+        key = {"workflow_id": int(workflow)} if workflow.isdigit() else {"workflow__name": workflow}
+        queryset = queryset.filter(**key)
+    return queryset.order_by("-created_at", "-id")
+
+
+def workflow_by_ref(ref: object) -> WorkflowDefinition | None:
+    """A workflow by numeric id or by name."""
+    if isinstance(ref, bool):
+        return None
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        return WorkflowDefinition.objects.filter(pk=int(ref)).first()
+    if isinstance(ref, str):
+        return WorkflowDefinition.objects.filter(name=ref).first()
+    return None
+
+
+def task_list(*, execution: Execution) -> QuerySet:
+    return Task.objects.filter(execution=execution).order_by("id")
+
+
+def event_list(*, execution: Execution, after_seq: int = 0) -> QuerySet:
+    return Event.objects.filter(execution=execution, seq__gt=after_seq).order_by("seq")
+
+
+def attempt_list(*, execution: Execution, node_id: str) -> QuerySet:
+    return Attempt.objects.filter(execution=execution, node_id=node_id).order_by("attempt")

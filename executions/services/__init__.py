@@ -1,0 +1,1 @@
+"""Writes. Every service takes keyword-only arguments and owns its transaction."""

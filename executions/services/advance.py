@@ -1,0 +1,102 @@
+"""The one orchestration path: lock, fold, decide, append, project, publish on commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from executions import messages, store
+from executions.definitions import definition_for
+from executions.engine.decide import decide
+from executions.engine.events import Decision, EventType, Source
+from executions.engine.nodes import WORKER_TYPES
+from executions.engine.state import ExecutionState
+from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
+from executions.projections import project
+
+
+def execution_advance(*, execution_id: object) -> int:
+    """Decide upon every event not yet decided. Returns the number of decisions."""
+    with transaction.atomic():
+        execution = store.lock_execution(execution_id)
+        return advance_locked(execution, store.load_state(execution), touched=())
+
+
+def record_and_advance(
+    execution: Execution,
+    facts: Sequence[Decision],
+    *,
+    source: Source,
+    state: ExecutionState | None = None,
+) -> ExecutionState:
+    """Append facts (results, timer firings, signals), then decide upon them. Inside the lock."""
+    state = state or store.load_state(execution)
+    store.append(execution, state, facts, source=source)
+    advance_locked(execution, state, touched=store.touched_nodes(facts))
+    return state
+
+
+def advance_locked(
+    execution: Execution, state: ExecutionState, *, touched: Sequence[str] | set[str]
+) -> int:
+    definition = definition_for(execution.version_id)
+    decisions = decide(definition, state)
+    now = timezone.now()
+    store.append(execution, state, decisions, source=Source.ENGINE, now=now)
+    outbox = messages.Outbox()
+    for decision in decisions:
+        _apply_effect(execution, decision, now, outbox)
+    execution.decided_seq = execution.last_seq
+    store.maybe_snapshot(execution, state)
+    project(execution, state, {*touched, *store.touched_nodes(decisions)})
+    return len(decisions)
+
+
+def _apply_effect(
+    execution: Execution, decision: Decision, now: datetime, outbox: messages.Outbox
+) -> None:
+    kind = decision.type
+    if kind == EventType.TASK_SCHEDULED and decision.data.get("type") in WORKER_TYPES:
+        attempt = Attempt.objects.create(
+            execution=execution,
+            node_id=decision.node_id,
+            attempt=decision.attempt,
+            scheduled_at=now,
+            published_at=now,
+        )
+        outbox.add(lambda: messages.publish_attempt(attempt.pk))
+    elif kind == EventType.TIMER_STARTED:
+        due = datetime.fromisoformat(decision.data["input"]["due_at"])
+        _start_timer(execution, decision.node_id, decision.attempt, TimerKind.DELAY, due, outbox)
+    elif kind == EventType.TASK_RETRY_SCHEDULED:
+        due = datetime.fromisoformat(decision.data["due_at"])
+        attempt = decision.data["next_attempt"]
+        _start_timer(execution, decision.node_id, attempt, TimerKind.RETRY, due, outbox)
+    elif kind == EventType.TASK_CANCELLED:
+        # A worker running this attempt finds its lease renewal refused and stops.
+        Attempt.objects.filter(
+            execution=execution,
+            node_id=decision.node_id,
+            status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING],
+        ).update(status=AttemptStatus.CANCELLED, finished_at=now)
+        Timer.objects.filter(
+            execution=execution, node_id=decision.node_id, fired_at__isnull=True
+        ).update(fired_at=now)
+
+
+def _start_timer(
+    execution: Execution,
+    node_id: str | None,
+    attempt: int | None,
+    kind: TimerKind,
+    due: datetime,
+    outbox: messages.Outbox,
+) -> None:
+    timer = Timer.objects.create(
+        execution=execution, node_id=node_id or "", attempt=attempt or 0, kind=kind, due_at=due
+    )
+    delay = (due - timezone.now()).total_seconds()
+    outbox.add(lambda: messages.publish_timer(timer.pk, delay))

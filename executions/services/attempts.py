@@ -1,0 +1,138 @@
+"""A worker's side of an attempt: claim, renew the lease, record exactly one result.
+
+Every step is one conditional UPDATE on the Attempt row; zero rows updated means the
+attempt is no longer this worker's (a duplicate message, a timeout, a cancel) and the
+worker drops what it has. The result event's unique constraint is the last backstop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from executions import store
+from executions.definitions import definition_for
+from executions.engine.context import template_context
+from executions.engine.events import Decision, EventType, Source
+from executions.models import Attempt, AttemptStatus
+from executions.projections import project
+from executions.services.advance import record_and_advance
+from nodes.secrets import secret_names, template_of
+from workflows.dsl import Node
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a worker needs to run an attempt it now holds."""
+
+    attempt_id: int
+    execution_id: str
+    node: Node
+    attempt: int
+    input: Any
+    lease_seconds: float
+    #: The template context at claim time, for secrets that only the worker may resolve.
+    context: dict[str, Any] | None = None
+
+
+def lease_seconds_for(node: Node) -> float:
+    return float(node.heartbeat_timeout_seconds or settings.WORKFLOW_DEFAULT_LEASE_SECONDS)
+
+
+def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
+    with transaction.atomic():
+        row = Attempt.objects.filter(pk=attempt_id).values("execution_id", "node_id").first()
+        if row is None:
+            return None
+        execution = store.lock_execution(row["execution_id"])
+        node = definition_for(execution.version_id).by_id[row["node_id"]]
+        now = timezone.now()
+        lease = lease_seconds_for(node)
+        deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None
+        claimed = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
+            status=AttemptStatus.RUNNING,
+            worker_id=worker_id,
+            claimed_at=now,
+            lease_expires_at=now + timedelta(seconds=lease),
+            deadline_at=deadline,
+        )
+        if not claimed:
+            return None
+        attempt = Attempt.objects.get(pk=attempt_id)
+        state = store.load_state(execution)
+        started = Decision(EventType.TASK_STARTED, node.id, attempt.attempt, {"worker": worker_id})
+        caught_up = execution.decided_seq == execution.last_seq
+        store.append(execution, state, [started], source=Source.WORKER, now=now)
+        if caught_up:  # task_started asks for no decision
+            execution.decided_seq = execution.last_seq
+        store.maybe_snapshot(execution, state)
+        project(execution, state, [node.id])
+        return Claimed(
+            attempt_id=attempt_id,
+            execution_id=str(execution.pk),
+            node=node,
+            attempt=attempt.attempt,
+            input=state.nodes[node.id].input,
+            lease_seconds=lease,
+            context=template_context(state) if secret_names(template_of(node)) else None,
+        )
+
+
+def attempt_renew(*, attempt_id: int, worker_id: str, lease_seconds: float) -> bool:
+    """Extend the lease. False: the attempt was cancelled or timed out; stop working on it."""
+    now = timezone.now()
+    return bool(
+        Attempt.objects.filter(
+            pk=attempt_id, status=AttemptStatus.RUNNING, worker_id=worker_id
+        ).update(lease_expires_at=now + timedelta(seconds=lease_seconds))
+    )
+
+
+def attempt_complete(*, attempt_id: int, worker_id: str, output: Any) -> bool:
+    return _finish(attempt_id, worker_id, AttemptStatus.SUCCEEDED, EventType.TASK_COMPLETED,
+                   {"output": output}, Source.WORKER)
+
+
+def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> bool:
+    return _finish(attempt_id, worker_id, AttemptStatus.FAILED, EventType.TASK_FAILED,
+                   {"error": error}, Source.WORKER)
+
+
+def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
+    """The sweeper's verdict on an attempt whose lease or deadline passed."""
+    error = {"type": "Timeout", "message": reason, "retryable": True}
+    return _finish(attempt_id, None, AttemptStatus.TIMED_OUT, EventType.TASK_TIMED_OUT,
+                   {"error": error}, Source.SWEEPER)
+
+
+def _finish(
+    attempt_id: int,
+    worker_id: str | None,
+    status: AttemptStatus,
+    event_type: EventType,
+    data: dict[str, Any],
+    source: Source,
+) -> bool:
+    """Record the attempt's one result and advance. False: refused (not this attempt's turn)."""
+    try:
+        with transaction.atomic():
+            row = Attempt.objects.filter(pk=attempt_id).first()
+            if row is None:
+                return False
+            execution = store.lock_execution(row.execution_id)
+            mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING)
+            if worker_id is not None:
+                mine = mine.filter(worker_id=worker_id)
+            if not mine.update(status=status, finished_at=timezone.now()):
+                return False
+            result = Decision(event_type, row.node_id, row.attempt, data)
+            record_and_advance(execution, [result], source=source)
+            return True
+    except IntegrityError:
+        # The constraint saw a second result for this attempt: someone recorded it first.
+        return False

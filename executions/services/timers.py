@@ -1,0 +1,38 @@
+"""Durable timers: a due time in the database, fired once by whoever gets there first."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from executions import store
+from executions.engine.events import Decision, EventType, Source
+from executions.models import Timer, TimerKind
+from executions.services.advance import record_and_advance
+
+
+def timer_fire(*, timer_id: int) -> bool:
+    """Fire a due timer. False: not due yet, already fired, or gone."""
+    with transaction.atomic():
+        timer = Timer.objects.filter(pk=timer_id).first()
+        if timer is None or timer.fired_at is not None:
+            return False
+        now = timezone.now()
+        if timer.due_at > now:
+            return False  # an early wake-up: the sweeper or a later message fires it
+        execution = store.lock_execution(timer.execution_id)
+        if not Timer.objects.filter(pk=timer_id, fired_at__isnull=True).update(fired_at=now):
+            return False
+        if timer.kind == TimerKind.START:
+            from executions.services.start import begin
+
+            begin(execution)
+            return True
+        fired = Decision(
+            EventType.TIMER_FIRED,
+            timer.node_id,
+            timer.attempt,
+            {"kind": timer.kind, "due_at": timer.due_at.isoformat()},
+        )
+        record_and_advance(execution, [fired], source=Source.TIMER)
+        return True

@@ -1,0 +1,24 @@
+"""Celery entry points: each is one call into a service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from executions.services.advance import execution_advance
+from executions.services.sweep import sweep as run_sweep
+from executions.services.timers import timer_fire
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def advance_execution(execution_id: str) -> None:
+    execution_advance(execution_id=execution_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def fire_timer(timer_id: int) -> None:
+    timer_fire(timer_id=timer_id)
+
+
+@shared_task(ignore_result=True)
+def sweep() -> dict[str, int]:
+    return vars(run_sweep())

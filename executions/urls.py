@@ -1,0 +1,21 @@
+from django.urls import path
+
+from executions import views
+
+
+def both(route: str, view, name: str) -> list:
+    """The route with and without a trailing slash (CONTRACT §4)."""
+    return [path(route, view, name=name), path(f"{route}/", view)]
+
+
+urlpatterns = [
+    *both("executions", views.ExecutionListCreate.as_view(), "execution-list"),
+    *both("executions/<uuid:execution_id>", views.ExecutionDetail.as_view(), "execution-detail"),
+    *both("executions/<uuid:execution_id>/tasks", views.TaskList.as_view(), "task-list"),
+    *both(
+        "executions/<uuid:execution_id>/tasks/<str:node_id>",
+        views.TaskDetail.as_view(),
+        "task-detail",
+    ),
+    *both("executions/<uuid:execution_id>/events", views.EventList.as_view(), "event-list"),
+]

@@ -1,0 +1,114 @@
+"""The node task: claim an attempt, run it under a lease, record its one result."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db import connection
+
+from executions.services.attempts import (
+    Claimed,
+    attempt_claim,
+    attempt_complete,
+    attempt_fail,
+    attempt_renew,
+)
+from nodes.context import NodeContext
+from nodes.errors import NodeCancelled, NodeError
+from nodes.secrets import with_secrets
+
+log = logging.getLogger(__name__)
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews the lease in the background; a refused renewal means: stop, record nothing."""
+
+    def __init__(self, claimed: Claimed, worker: str):
+        super().__init__(name=f"lease-{claimed.attempt_id}", daemon=True)
+        self.claimed, self.worker = claimed, worker
+        self.lost = threading.Event()
+        self.done = threading.Event()
+
+    def renew(self) -> bool:
+        ok = attempt_renew(
+            attempt_id=self.claimed.attempt_id,
+            worker_id=self.worker,
+            lease_seconds=self.claimed.lease_seconds,
+        )
+        if not ok:
+            self.lost.set()
+        return ok
+
+    def run(self) -> None:
+        interval = max(0.2, self.claimed.lease_seconds / 3)
+        try:
+            while not self.done.wait(interval):
+                if not self.renew():
+                    return
+        except Exception:
+            log.warning("lease renewal failed for attempt %s", self.claimed.attempt_id,
+                        exc_info=True)
+        finally:
+            connection.close()
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_task(attempt_id: int) -> None:
+    worker = worker_id()
+    claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
+    if claimed is None:
+        return  # a duplicate delivery, or the attempt was cancelled or timed out
+    keeper = LeaseKeeper(claimed, worker)
+    keeper.start()
+    ctx = NodeContext(
+        execution_id=claimed.execution_id,
+        node_id=claimed.node.id,
+        attempt=claimed.attempt,
+        idempotency_key=f"{claimed.execution_id}:{claimed.node.id}",
+        _heartbeat=keeper.renew,
+        _is_cancelled=keeper.lost.is_set,
+    )
+    try:
+        output = execute(claimed, ctx)
+    except NodeCancelled:
+        return
+    except NodeError as exc:
+        if not keeper.lost.is_set():
+            attempt_fail(attempt_id=attempt_id, worker_id=worker, error=exc.as_dict())
+        return
+    finally:
+        keeper.done.set()
+        keeper.join(timeout=5)
+    if not keeper.lost.is_set():
+        attempt_complete(attempt_id=attempt_id, worker_id=worker, output=output)
+
+
+def execute(claimed: Claimed, ctx: NodeContext) -> Any:
+    node = claimed.node
+    payload = with_secrets(node, claimed.input, claimed.context)
+    if node.type == "function":
+        from nodes.executors.function import run_function
+
+        return run_function(node.function or "", payload, ctx)
+    if node.type == "http":
+        from nodes.executors.http import run_http
+
+        return run_http(
+            payload,
+            ctx,
+            success_status=node.success_status,
+            allowed_hosts=settings.WORKFLOW_HTTP_ALLOWED_HOSTS,
+            timeout=node.timeout_seconds,
+        )
+    raise NodeError(f"node type '{node.type}' does not run on a worker", type="BadNodeType",
+                    retryable=False)
