@@ -40,9 +40,21 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["status", "workflow"]
     search_fields = ["id", "workflow__name", "idempotency_key"]
     readonly_fields = [
-        "id", "workflow", "version", "status", "input", "output", "error", "created_at",
-        "started_at", "ended_at", "replay_of", "parent_execution", "idempotency_key",
-        "last_seq", "decided_seq",
+        "id",
+        "workflow",
+        "version",
+        "status",
+        "input",
+        "output",
+        "error",
+        "created_at",
+        "started_at",
+        "ended_at",
+        "replay_of",
+        "parent_execution",
+        "idempotency_key",
+        "last_seq",
+        "decided_seq",
     ]
     exclude = ["snapshot", "request_fingerprint", "snapshot_seq"]
     inlines = [TaskInline, EventInline]
@@ -53,8 +65,16 @@ class EventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["execution", "seq", "type", "node_id", "attempt", "source", "timestamp"]
     list_filter = ["type", "source"]
     search_fields = ["execution__id", "node_id"]
-    readonly_fields = ["execution", "seq", "type", "node_id", "attempt", "data", "source",
-                       "timestamp"]
+    readonly_fields = [
+        "execution",
+        "seq",
+        "type",
+        "node_id",
+        "attempt",
+        "data",
+        "source",
+        "timestamp",
+    ]
 
     def get_actions(self, request):
         return {}  # no bulk delete

@@ -121,9 +121,7 @@ class Task(models.Model):
     execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="tasks")
     node_id = models.CharField(max_length=80)
     type = models.CharField(max_length=16)
-    status = models.CharField(
-        max_length=16, choices=TaskStatus.choices, default=TaskStatus.PENDING
-    )
+    status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     retry_count = models.PositiveIntegerField(default=0)
     input = models.JSONField(null=True, blank=True)

@@ -15,8 +15,19 @@ class ExecutionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Execution
         fields = [
-            "id", "workflow_id", "workflow", "version", "status", "input", "output", "error",
-            "created_at", "started_at", "ended_at", "replay_of", "parent_execution_id",
+            "id",
+            "workflow_id",
+            "workflow",
+            "version",
+            "status",
+            "input",
+            "output",
+            "error",
+            "created_at",
+            "started_at",
+            "ended_at",
+            "replay_of",
+            "parent_execution_id",
         ]
 
 
@@ -36,8 +47,17 @@ class TaskSerializer(serializers.ModelSerializer):
     class Meta:
         model = Task
         fields = [
-            "node_id", "type", "status", "attempts", "retry_count", "input", "output", "error",
-            "started_at", "ended_at", "next_retry_at",
+            "node_id",
+            "type",
+            "status",
+            "attempts",
+            "retry_count",
+            "input",
+            "output",
+            "error",
+            "started_at",
+            "ended_at",
+            "next_retry_at",
         ]
 
 
@@ -51,6 +71,12 @@ class AttemptSerializer(serializers.ModelSerializer):
     class Meta:
         model = Attempt
         fields = [
-            "attempt", "status", "worker_id", "scheduled_at", "claimed_at", "lease_expires_at",
-            "deadline_at", "finished_at",
+            "attempt",
+            "status",
+            "worker_id",
+            "scheduled_at",
+            "claimed_at",
+            "lease_expires_at",
+            "deadline_at",
+            "finished_at",
         ]

@@ -69,7 +69,9 @@ def load_state(execution: Execution) -> ExecutionState:
 def state_at(execution_id: object, seq: int | None = None) -> ExecutionState:
     """The state folded from the first `seq` events (all of them when None)."""
     rows = events_of(execution_id, upto_seq=seq)
-    return fold((to_engine(r) for r in rows.iterator(chunk_size=2000)), execution_id=str(execution_id))
+    return fold(
+        (to_engine(r) for r in rows.iterator(chunk_size=2000)), execution_id=str(execution_id)
+    )
 
 
 def append(

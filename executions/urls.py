@@ -1,6 +1,6 @@
 from django.urls import path
 
-from executions import views
+from executions import control_views, views
 
 
 def both(route: str, view, name: str) -> list:
@@ -18,4 +18,18 @@ urlpatterns = [
         "task-detail",
     ),
     *both("executions/<uuid:execution_id>/events", views.EventList.as_view(), "event-list"),
+    *both("executions/<uuid:execution_id>/state", control_views.StateView.as_view(), "state"),
+    *both("executions/<uuid:execution_id>/cancel", control_views.CancelView.as_view(), "cancel"),
+    *both("executions/<uuid:execution_id>/retry", control_views.RetryView.as_view(), "retry"),
+    *both("executions/<uuid:execution_id>/replay", control_views.ReplayView.as_view(), "replay"),
+    *both(
+        "executions/<uuid:execution_id>/tasks/<str:node_id>/approve",
+        control_views.SignalView.as_view(decision="approve"),
+        "approve",
+    ),
+    *both(
+        "executions/<uuid:execution_id>/tasks/<str:node_id>/reject",
+        control_views.SignalView.as_view(decision="reject"),
+        "reject",
+    ),
 ]

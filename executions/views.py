@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from executions import selectors
+from executions.engine.statuses import ExecutionStatus
 from executions.models import Execution
 from executions.serializers import (
     AttemptSerializer,
@@ -21,7 +22,6 @@ from executions.serializers import (
     TaskSerializer,
 )
 from executions.services.start import IdempotencyConflict, execution_start
-from executions.engine.statuses import ExecutionStatus
 from workflows.models import WorkflowVersion
 
 
@@ -63,7 +63,9 @@ class ExecutionListCreate(generics.ListAPIView):
         data = body.validated_data
         workflow = selectors.workflow_by_ref(data["workflow"])
         if workflow is None:
-            raise ValidationError({"workflow": [f"No workflow with id or name {data['workflow']!r}."]})
+            raise ValidationError(
+                {"workflow": [f"No workflow with id or name {data['workflow']!r}."]}
+            )
         version = _version(workflow, data.get("version"))
         try:
             execution, _ = execution_start(

@@ -56,8 +56,9 @@ class LeaseKeeper(threading.Thread):
                 if not self.renew():
                     return
         except Exception:
-            log.warning("lease renewal failed for attempt %s", self.claimed.attempt_id,
-                        exc_info=True)
+            log.warning(
+                "lease renewal failed for attempt %s", self.claimed.attempt_id, exc_info=True
+            )
         finally:
             connection.close()
 
@@ -110,5 +111,6 @@ def execute(claimed: Claimed, ctx: NodeContext) -> Any:
             allowed_hosts=settings.WORKFLOW_HTTP_ALLOWED_HOSTS,
             timeout=node.timeout_seconds,
         )
-    raise NodeError(f"node type '{node.type}' does not run on a worker", type="BadNodeType",
-                    retryable=False)
+    raise NodeError(
+        f"node type '{node.type}' does not run on a worker", type="BadNodeType", retryable=False
+    )

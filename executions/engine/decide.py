@@ -75,13 +75,14 @@ def _retries(definition: Definition, state: ExecutionState) -> Iterator[Decision
         if current.status != TaskStatus.FAILED:
             continue
         policy = node.retry_policy
-        if not should_retry(policy, attempt=current.attempt, error=current.error):
+        if not should_retry(policy, attempt=current.tries, error=current.error):
             continue
         delay = retry_delay(
             policy,
             execution_id=state.execution_id,
             node_id=node.id,
             attempt=current.attempt,
+            tries=current.tries,
             error=current.error,
         )
         yield Decision(

@@ -161,6 +161,8 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = False
     for node_id in event.data.get("nodes", []):
         node = state.node(node_id)
+        node.attempt_base = node.attempt
+        node.retry_count = 0
         node.status = TaskStatus.PENDING
         node.error = None
         node.output = None

@@ -23,10 +23,16 @@ def retry_delay(
     execution_id: str,
     node_id: str,
     attempt: int,
+    tries: int | None = None,
     error: dict[str, Any] | None = None,
 ) -> float:
-    """Seconds to wait after failed `attempt` (1-based) before the next one."""
-    delay = policy.initial_interval_seconds * policy.backoff_coefficient ** (attempt - 1)
+    """Seconds to wait after failed `attempt` before the next one.
+
+    `tries` (attempts since the last operator retry; default `attempt`) sets the backoff
+    step; `attempt` itself seeds the jitter, so every attempt's jitter is its own.
+    """
+    step = tries if tries is not None else attempt
+    delay = policy.initial_interval_seconds * policy.backoff_coefficient ** (step - 1)
     delay = min(delay, policy.max_interval_seconds)
     if policy.jitter:
         delay *= 1 - JITTER_FRACTION * jitter_fraction(execution_id, node_id, attempt)

@@ -20,7 +20,7 @@ def failed_for_good(node: Node, state: NodeState) -> bool:
     """Failed, and the policy allows no further attempt."""
     if state.status != TaskStatus.FAILED:
         return False
-    return not should_retry(node.retry_policy, attempt=state.attempt, error=state.error)
+    return not should_retry(node.retry_policy, attempt=state.tries, error=state.error)
 
 
 def is_settled(node: Node, state: NodeState) -> bool:

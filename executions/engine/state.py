@@ -18,6 +18,8 @@ class NodeState:
     status: str = TaskStatus.PENDING
     #: The latest attempt number scheduled (0: never scheduled).
     attempt: int = 0
+    #: attempt when an operator last asked for a retry: the policy's budget counts from here.
+    attempt_base: int = 0
     retry_count: int = 0
     input: Any = None
     output: Any = None
@@ -38,6 +40,11 @@ class NodeState:
     #: Attempts that reported task_started, to prove a node ran no more than recorded.
     started_attempts: list[int] = field(default_factory=list)
 
+    @property
+    def tries(self) -> int:
+        """Attempts since the start or the last operator retry: what the policy limits."""
+        return self.attempt - self.attempt_base
+
 
 @dataclass
 class ExecutionState:
@@ -55,6 +62,7 @@ class ExecutionState:
     cancel_requested: bool = False
 
     def node(self, node_id: str) -> NodeState:
+        """The node's state; a node no event has mentioned yet is pending."""
         found = self.nodes.get(node_id)
         if found is None:
             found = self.nodes[node_id] = NodeState(node_id)

@@ -94,20 +94,38 @@ def attempt_renew(*, attempt_id: int, worker_id: str, lease_seconds: float) -> b
 
 
 def attempt_complete(*, attempt_id: int, worker_id: str, output: Any) -> bool:
-    return _finish(attempt_id, worker_id, AttemptStatus.SUCCEEDED, EventType.TASK_COMPLETED,
-                   {"output": output}, Source.WORKER)
+    return _finish(
+        attempt_id,
+        worker_id,
+        AttemptStatus.SUCCEEDED,
+        EventType.TASK_COMPLETED,
+        {"output": output},
+        Source.WORKER,
+    )
 
 
 def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> bool:
-    return _finish(attempt_id, worker_id, AttemptStatus.FAILED, EventType.TASK_FAILED,
-                   {"error": error}, Source.WORKER)
+    return _finish(
+        attempt_id,
+        worker_id,
+        AttemptStatus.FAILED,
+        EventType.TASK_FAILED,
+        {"error": error},
+        Source.WORKER,
+    )
 
 
 def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
     """The sweeper's verdict on an attempt whose lease or deadline passed."""
     error = {"type": "Timeout", "message": reason, "retryable": True}
-    return _finish(attempt_id, None, AttemptStatus.TIMED_OUT, EventType.TASK_TIMED_OUT,
-                   {"error": error}, Source.SWEEPER)
+    return _finish(
+        attempt_id,
+        None,
+        AttemptStatus.TIMED_OUT,
+        EventType.TASK_TIMED_OUT,
+        {"error": error},
+        Source.SWEEPER,
+    )
 
 
 def _finish(

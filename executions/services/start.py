@@ -36,6 +36,7 @@ def execution_start(
     start_at: datetime | None = None,
     replay_of: Execution | None = None,
     parent: Execution | None = None,
+    reuse: list[Decision] | None = None,
 ) -> tuple[Execution, bool]:
     """Create and start an execution. Returns (execution, created)."""
     fingerprint = _fingerprint(version, input, start_at)
@@ -58,7 +59,7 @@ def execution_start(
             if start_at is not None and start_at > timezone.now():
                 _start_later(execution, start_at)
             else:
-                begin(execution)
+                begin(execution, reuse or [])
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -70,8 +71,8 @@ def execution_start(
     return execution, True
 
 
-def begin(execution: Execution) -> None:
-    """Append workflow_started and decide the first nodes. Inside the lock."""
+def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
+    """Append workflow_started (and a replay's reused results), then decide. Inside the lock."""
     started = Decision(
         EventType.WORKFLOW_STARTED,
         data={
@@ -81,7 +82,7 @@ def begin(execution: Execution) -> None:
             "replay_of": str(execution.replay_of_id) if execution.replay_of_id else None,
         },
     )
-    record_and_advance(execution, [started], source=Source.API)
+    record_and_advance(execution, [started, *(reuse or [])], source=Source.API)
 
 
 def _start_later(execution: Execution, start_at: datetime) -> None:

@@ -11,6 +11,7 @@ from workflows.dsl.model import (
     NodeBody,
     RetryPolicy,
 )
+from workflows.dsl.parser import parse_definition
 from workflows.dsl.problems import DefinitionError, Problem
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "NodeBody",
     "Problem",
     "RetryPolicy",
+    "parse_definition",
 ]

@@ -15,6 +15,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from workflows.dsl import Definition
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ACTIVE = (TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING, TaskStatus.WAITING)
 
 
 @dataclass
@@ -31,8 +32,14 @@ class Run:
         self.rng = random.Random(self.seed)
         self.clock = T0
 
-    def append(self, type: EventType, node: str | None = None, attempt: int | None = None,
-               data: dict[str, Any] | None = None, source: Source = Source.WORKER) -> None:
+    def append(
+        self,
+        type: EventType,
+        node: str | None = None,
+        attempt: int | None = None,
+        data: dict[str, Any] | None = None,
+        source: Source = Source.WORKER,
+    ) -> None:
         self.clock += timedelta(milliseconds=self.rng.randint(1, 500))
         event = Event(self.state.last_seq + 1, type, self.clock, node, attempt, data or {}, source)
         apply_event(self.state, event)
@@ -40,8 +47,9 @@ class Run:
 
     def advance(self) -> None:
         for decision in decide(self.definition, self.state):
-            self.append(decision.type, decision.node_id, decision.attempt, decision.data,
-                        Source.ENGINE)
+            self.append(
+                decision.type, decision.node_id, decision.attempt, decision.data, Source.ENGINE
+            )
 
     def start(self, input: Any = None) -> None:
         self.append(EventType.WORKFLOW_STARTED, data={"input": input or {}}, source=Source.API)
@@ -54,9 +62,7 @@ class Run:
     def pending_work(self) -> list[tuple[str, str]]:
         work = []
         for node_id, node in self.state.nodes.items():
-            if node.status in (TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING):
-                work.append((node.status, node_id))
-            elif node.status == TaskStatus.WAITING:
+            if node.status in ACTIVE:
                 work.append((node.status, node_id))
         return sorted(work)
 
@@ -72,15 +78,22 @@ class Run:
         elif status == TaskStatus.RUNNING:
             self._finish(node_id, node.attempt, node.input)
         elif status == TaskStatus.RETRYING:
-            self.append(EventType.TIMER_FIRED, node_id, node.attempt + 1, {"kind": "retry"},
-                        Source.TIMER)
+            self.append(
+                EventType.TIMER_FIRED, node_id, node.attempt + 1, {"kind": "retry"}, Source.TIMER
+            )
         elif status == TaskStatus.WAITING:
             if self.definition.by_id[node_id].type == "approval":
-                self.append(EventType.SIGNAL_RECEIVED, node_id, node.attempt,
-                            {"decision": "approve"}, Source.API)
+                self.append(
+                    EventType.SIGNAL_RECEIVED,
+                    node_id,
+                    node.attempt,
+                    {"decision": "approve"},
+                    Source.API,
+                )
             else:
-                self.append(EventType.TIMER_FIRED, node_id, node.attempt, {"kind": "delay"},
-                            Source.TIMER)
+                self.append(
+                    EventType.TIMER_FIRED, node_id, node.attempt, {"kind": "delay"}, Source.TIMER
+                )
         self.advance()
         return True
 

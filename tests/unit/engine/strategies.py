@@ -16,8 +16,11 @@ def dags(draw: st.DrawFn, max_nodes: int = 10) -> tuple[Definition, dict[str, li
     plan: dict[str, list[str]] = {}
     for index in range(count):
         node_id = f"n{index}"
-        parents = draw(st.sets(st.sampled_from([f"n{i}" for i in range(index)]), max_size=3)
-                       if index else st.just(set()))
+        parents = draw(
+            st.sets(st.sampled_from([f"n{i}" for i in range(index)]), max_size=3)
+            if index
+            else st.just(set())
+        )
         kind = draw(st.sampled_from(["function", "function", "function", "delay", "approval"]))
         when = draw(st.sampled_from([None, None, "input.flag", "`true`"]))
         nodes.append(
@@ -30,8 +33,9 @@ def dags(draw: st.DrawFn, max_nodes: int = 10) -> tuple[Definition, dict[str, li
                 trigger_rule=draw(st.sampled_from(["all_success", "none_failed", "all_done"])),
                 when=when,
                 input={"parents": [f"{{{{ nodes.{p}.output }}}}" for p in sorted(parents)]},
-                retry_policy=RetryPolicy(max_attempts=draw(st.integers(1, 3)),
-                                         initial_interval_seconds=1.0),
+                retry_policy=RetryPolicy(
+                    max_attempts=draw(st.integers(1, 3)), initial_interval_seconds=1.0
+                ),
             )
         )
         if kind == "function":

@@ -14,8 +14,13 @@ from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, Task
 from tests.unit.engine.sim import Run
 from tests.unit.engine.strategies import dags
 
-SETTLING = {EventType.TASK_COMPLETED, EventType.TASK_SKIPPED, EventType.TASK_FAILED,
-            EventType.TASK_CANCELLED, EventType.TASK_TIMED_OUT}
+SETTLING = {
+    EventType.TASK_COMPLETED,
+    EventType.TASK_SKIPPED,
+    EventType.TASK_FAILED,
+    EventType.TASK_CANCELLED,
+    EventType.TASK_TIMED_OUT,
+}
 STARTING = {EventType.TASK_SCHEDULED, EventType.TIMER_STARTED}
 
 runs = st.tuples(dags(), st.integers(0, 2**32), st.booleans())
@@ -77,8 +82,7 @@ def test_decide_is_a_pure_function_of_the_events_before_it(case) -> None:
         while end < len(run.log) and run.log[end].source == Source.ENGINE:
             end += 1
         before = fold(run.log[:index], execution_id=run.execution_id)
-        expected = [(d.type, d.node_id, d.attempt, d.data)
-                    for d in decide(run.definition, before)]
+        expected = [(d.type, d.node_id, d.attempt, d.data) for d in decide(run.definition, before)]
         recorded = [(e.type, e.node_id, e.attempt, e.data) for e in run.log[index:end]]
         assert expected == recorded, f"divergence at seq {run.log[index].seq}"
         assert decide(run.definition, before) == decide(run.definition, before)

@@ -1,0 +1,141 @@
+"""Operator endpoints: cancel, retry, replay, approve/reject, and point-in-time state."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from executions import store
+from executions.models import Execution
+from executions.serializers import ExecutionSerializer
+from executions.services import control
+
+
+class SignalSerializer(serializers.Serializer):
+    data = serializers.JSONField(required=False, default=None)
+    comment = serializers.CharField(required=False, default="", allow_blank=True, max_length=10_000)
+
+
+class RetrySerializer(serializers.Serializer):
+    node_id = serializers.CharField(required=False, max_length=80)
+
+
+class ReplaySerializer(serializers.Serializer):
+    from_node = serializers.CharField(required=False, max_length=80)
+
+
+def _run(action, *args, **kwargs):
+    """Call a control service, turning its refusals into 404/409 responses."""
+    try:
+        return action(*args, **kwargs)
+    except control.UnknownNode as exc:
+        raise NotFound(str(exc)) from None
+    except control.NotAllowed as exc:
+        raise _Conflict(str(exc)) from None
+
+
+class _Conflict(Exception):
+    pass
+
+
+def _conflict_response(exc: _Conflict) -> Response:
+    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+
+class _ControlView(APIView):
+    def handle_exception(self, exc):
+        if isinstance(exc, _Conflict):
+            return _conflict_response(exc)
+        return super().handle_exception(exc)
+
+    def execution(self, execution_id) -> Execution:
+        return get_object_or_404(Execution, pk=execution_id)
+
+
+class CancelView(_ControlView):
+    @extend_schema(request=None, responses={202: ExecutionSerializer})
+    def post(self, request: Request, execution_id) -> Response:
+        self.execution(execution_id)
+        _run(control.execution_cancel, execution_id=execution_id, by=request.user.get_username())
+        return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
+
+
+class RetryView(_ControlView):
+    @extend_schema(request=RetrySerializer, responses={202: ExecutionSerializer})
+    def post(self, request: Request, execution_id) -> Response:
+        self.execution(execution_id)
+        body = RetrySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        _run(
+            control.execution_retry,
+            execution_id=execution_id,
+            node_id=body.validated_data.get("node_id"),
+            by=request.user.get_username(),
+        )
+        return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
+
+
+class ReplayView(_ControlView):
+    @extend_schema(request=ReplaySerializer, responses={201: ExecutionSerializer})
+    def post(self, request: Request, execution_id) -> Response:
+        self.execution(execution_id)
+        body = ReplaySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        replay = _run(
+            control.execution_replay,
+            execution_id=execution_id,
+            from_node=body.validated_data.get("from_node"),
+        )
+        return Response(ExecutionSerializer(replay).data, status=201)
+
+
+class SignalView(_ControlView):
+    decision = "approve"
+
+    @extend_schema(request=SignalSerializer, responses={202: ExecutionSerializer})
+    def post(self, request: Request, execution_id, node_id: str) -> Response:
+        self.execution(execution_id)
+        body = SignalSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        _run(
+            control.signal_send,
+            execution_id=execution_id,
+            node_id=node_id,
+            decision=self.decision,
+            data=body.validated_data["data"],
+            comment=body.validated_data["comment"],
+            by=request.user.get_username(),
+        )
+        return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
+
+
+class StateView(_ControlView):
+    @extend_schema(
+        parameters=[OpenApiParameter("at_seq", int, description="Fold this many events.")]
+    )
+    def get(self, request: Request, execution_id) -> Response:
+        execution = self.execution(execution_id)
+        raw = request.query_params.get("at_seq")
+        at_seq = execution.last_seq
+        if raw not in (None, ""):
+            if not raw.isdigit():
+                raise ValidationError({"at_seq": [f"'{raw}' is not a whole number >= 0."]})
+            at_seq = int(raw)
+            if at_seq > execution.last_seq:
+                raise ValidationError(
+                    {
+                        "at_seq": [
+                            f"the log has {execution.last_seq} events; at_seq {at_seq} "
+                            "is past its end"
+                        ]
+                    }
+                )
+        state = store.state_at(execution.pk, at_seq)
+        body = state.to_dict()
+        body["at_seq"] = at_seq
+        return Response(body)

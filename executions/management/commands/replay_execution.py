@@ -1,0 +1,107 @@
+"""manage.py replay_execution <id> [--at-seq N] [--verify] [--rebuild]
+
+Folds an execution's log and prints what the engine knew: a per-node table and the
+timeline. --verify re-derives every orchestrator decision from the events before it and
+exits 1 at the first divergence; --rebuild rewrites the projections from the log.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from tqdm import tqdm
+
+from executions import store
+from executions.definitions import definition_for
+from executions.engine.verify import verify
+from executions.models import Execution
+from executions.projections import differences, rebuild
+
+
+class Command(BaseCommand):
+    help = "Fold an execution's event log; print, verify or rebuild from it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("execution_id")
+        parser.add_argument("--at-seq", type=int, default=None, help="fold only the first N events")
+        parser.add_argument("--verify", action="store_true", help="re-derive every decision")
+        parser.add_argument("--rebuild", action="store_true", help="rewrite the projections")
+        parser.add_argument("--quiet", action="store_true", help="no table or timeline")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            execution_id = uuid.UUID(options["execution_id"])
+        except ValueError:
+            raise CommandError(f"{options['execution_id']!r} is not an execution id") from None
+        execution = (
+            Execution.objects.select_related("workflow", "version").filter(pk=execution_id).first()
+        )
+        if execution is None:
+            raise CommandError(f"no execution {execution_id}")
+        at_seq = options["at_seq"]
+        if at_seq is not None and not 0 <= at_seq <= execution.last_seq:
+            raise CommandError(f"--at-seq must be between 0 and {execution.last_seq}")
+        bar = tqdm(
+            total=at_seq if at_seq is not None else execution.last_seq,
+            unit="ev",
+            disable=execution.last_seq < 10_000 or None,
+            file=self.stderr,
+        )
+        rows = store.events_of(execution.pk, upto_seq=at_seq).iterator(chunk_size=5000)
+        events = [store.to_engine(row) for row in rows]
+        state = store.state_at(execution.pk, at_seq) if not options["verify"] else None
+        if options["verify"]:
+            definition = definition_for(execution.version_id)
+            found = verify(definition, events, execution_id=str(execution.pk), progress=bar.update)
+            bar.close()
+            if found is not None:
+                raise CommandError(str(found))
+            self.stdout.write(f"verified: {len(events)} events, every decision re-derived")
+            state = store.state_at(execution.pk, at_seq)
+        bar.close()
+        if options["rebuild"]:
+            with transaction.atomic():
+                locked = store.lock_execution(execution.pk)
+                full = store.load_state(locked) if at_seq is None else state
+                rebuild(locked, full, definition_for(locked.version_id))
+            self.stdout.write("rebuilt: projections rewritten from the log")
+        if not options["quiet"]:
+            self._print(execution, state, events)
+        if at_seq is None and not options["rebuild"]:
+            drift = differences(execution, state)
+            if drift:
+                self.stdout.write(self.style.WARNING("projection differs from the log:"))
+                for line in drift:
+                    self.stdout.write(f"  {line}")
+
+    def _print(self, execution: Execution, state, events) -> None:
+        write = self.stdout.write
+        write(
+            f"execution {execution.pk}  workflow {execution.workflow.name} "
+            f"v{execution.version.version}  status {state.status}  events {state.last_seq}"
+        )
+        write(f"{'node':<24} {'status':<10} {'att':>3} {'retries':>7}  started → ended")
+        for node in definition_for(execution.version_id).nodes:
+            item = state.node(node.id)
+            span = f"{_t(item.started_at)} → {_t(item.ended_at)}"
+            write(
+                f"{node.id:<24} {item.status:<10} {item.attempt:>3} {item.retry_count:>7}  {span}"
+            )
+        write("timeline:")
+        for event in events[-200:] if len(events) > 200 else events:
+            where = (
+                f"{event.node_id or ''}#{event.attempt}" if event.attempt else event.node_id or ""
+            )
+            write(
+                f"  {event.seq:>6} {_t(event.timestamp)} {event.source:<7} {event.type:<22} {where}"
+            )
+        if state.error:
+            write(f"error: {state.error}")
+        if state.output is not None:
+            write(f"output: {state.output}")
+
+
+def _t(moment) -> str:
+    return moment.strftime("%H:%M:%S.%f")[:-3] if moment else "-"

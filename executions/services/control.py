@@ -1,0 +1,130 @@
+"""Operator actions: cancel, approve/reject, retry, replay. Each appends a fact to the log
+and lets the one orchestration path (advance) decide what follows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from executions import store
+from executions.definitions import definition_for
+from executions.engine.events import Decision, EventType, Source
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
+from executions.models import Execution, Timer, TimerKind
+from executions.services.advance import record_and_advance
+from executions.services.start import execution_start
+
+
+class NotAllowed(Exception):
+    """The action is not allowed in the execution's (or node's) current status: HTTP 409."""
+
+
+class UnknownNode(Exception):
+    """No node of that id in the execution's pinned definition: HTTP 404."""
+
+
+def execution_cancel(*, execution_id: object, by: str = "") -> Execution:
+    with transaction.atomic():
+        execution = store.lock_execution(execution_id)
+        if execution.status in EXECUTION_TERMINAL:
+            raise NotAllowed(f"execution is already {execution.status}; nothing to cancel")
+        if execution.status == ExecutionStatus.CANCELLING:
+            return execution  # pressed twice: the first request is doing it
+        Timer.objects.filter(
+            execution=execution, kind=TimerKind.START, fired_at__isnull=True
+        ).update(fired_at=timezone.now())
+        request = Decision(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": by})
+        record_and_advance(execution, [request], source=Source.API)
+        return execution
+
+
+def signal_send(
+    *,
+    execution_id: object,
+    node_id: str,
+    decision: str,
+    data: Any = None,
+    comment: str = "",
+    by: str = "",
+) -> Execution:
+    """Answer a waiting approval node: decision is "approve" or "reject"."""
+    with transaction.atomic():
+        execution = store.lock_execution(execution_id)
+        node = definition_for(execution.version_id).by_id.get(node_id)
+        if node is None:
+            raise UnknownNode(f"no node '{node_id}' in this execution's definition")
+        if node.type != "approval":
+            raise NotAllowed(f"node '{node_id}' is a {node.type} node, not an approval")
+        state = store.load_state(execution)
+        current = state.node(node_id)
+        if current.status != TaskStatus.WAITING or current.signal is not None:
+            raise NotAllowed(f"node '{node_id}' is {current.status}, not waiting for approval")
+        signal = Decision(
+            EventType.SIGNAL_RECEIVED,
+            node_id,
+            current.attempt,
+            {"decision": decision, "data": data, "comment": comment, "by": by},
+        )
+        record_and_advance(execution, [signal], source=Source.API, state=state)
+        return execution
+
+
+RETRYABLE_NODE = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.SKIPPED)
+
+
+def execution_retry(*, execution_id: object, node_id: str | None = None, by: str = "") -> Execution:
+    """Run failed or cancelled nodes again, with their downstream, in the same history."""
+    with transaction.atomic():
+        execution = store.lock_execution(execution_id)
+        if execution.status not in (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED):
+            raise NotAllowed(
+                f"only a failed or cancelled execution can be retried; this one is "
+                f"{execution.status}"
+            )
+        definition = definition_for(execution.version_id)
+        state = store.load_state(execution)
+        if node_id is not None:
+            if node_id not in definition.by_id:
+                raise UnknownNode(f"no node '{node_id}' in this execution's definition")
+            if state.node(node_id).status not in RETRYABLE_NODE:
+                raise NotAllowed(f"node '{node_id}' is {state.node(node_id).status}")
+            targets = [node_id]
+        else:
+            targets = [
+                n.id
+                for n in definition.nodes
+                if state.node(n.id).status in (TaskStatus.FAILED, TaskStatus.CANCELLED)
+            ]
+        reset = set().union(*(definition.downstream_of(t) for t in targets)) if targets else set()
+        nodes = [n.id for n in definition.nodes if n.id in reset]
+        if not nodes:
+            raise NotAllowed("no failed or cancelled node to retry")
+        request = Decision(
+            EventType.RETRY_REQUESTED, data={"nodes": nodes, "by": by, "node_id": node_id}
+        )
+        record_and_advance(execution, [request], source=Source.API, state=state)
+        return execution
+
+
+def execution_replay(*, execution_id: object, from_node: str | None = None) -> Execution:
+    """A new execution of the same pinned version and input. With from_node, nodes that are
+    not downstream of it keep their recorded outputs instead of running again."""
+    source = Execution.objects.select_related("version").get(pk=execution_id)
+    definition = definition_for(source.version_id)
+    if from_node is not None and from_node not in definition.by_id:
+        raise UnknownNode(f"no node '{from_node}' in this execution's definition")
+    reused: list[Decision] = []
+    if from_node is not None:
+        recorded = store.state_at(source.pk)
+        rerun = definition.downstream_of(from_node)
+        for node in definition.nodes:
+            kept = recorded.node(node.id)
+            if node.id not in rerun and kept.status == TaskStatus.SUCCEEDED:
+                data = {"output": kept.output, "reused_from": str(source.pk)}
+                reused.append(Decision(EventType.TASK_COMPLETED, node.id, None, data))
+    execution, _ = execution_start(
+        version=source.version, input=source.input, replay_of=source, reuse=reused
+    )
+    return execution

@@ -1,0 +1,88 @@
+"""What a running node knows about its attempt, and how it talks back to the worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from nodes.errors import NodeCancelled
+
+# A sleeping node wakes at least this often to check for cancellation ...
+SLEEP_STEP_SECONDS = 0.1
+# ... and renews its lease at least this often.
+HEARTBEAT_EVERY_SECONDS = 0.5
+
+
+@dataclass
+class NodeContext:
+    """The second argument of every workflow function.
+
+    The worker injects ``_heartbeat`` and ``_is_cancelled``; functions only call
+    :meth:`heartbeat`, read :attr:`cancelled`, or use :meth:`sleep`.
+    """
+
+    #: The execution's id (a UUID as text).
+    execution_id: str
+    #: The node's id in the definition (``"team"``, or ``"fanout[3]"`` for a map task).
+    node_id: str
+    #: The attempt number, counting from 1.
+    attempt: int
+    #: Stable across retries of the node: ``"<execution_id>:<node_id>"``. Use it to make
+    #: side effects safe to repeat (HTTP nodes send it as ``Idempotency-Key``).
+    idempotency_key: str = ""
+    #: Renews the attempt's lease; returns False when the attempt was cancelled or the
+    #: lease was lost. None: heartbeats are no-ops (tests, local runs).
+    _heartbeat: Callable[[], bool] | None = field(default=None, repr=False)
+    #: Returns True once the attempt has been cancelled. Optional.
+    _is_cancelled: Callable[[], bool] | None = field(default=None, repr=False)
+    #: Set by :meth:`cancel` or by a failed heartbeat; wakes :meth:`sleep` at once.
+    _cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.idempotency_key:
+            self.idempotency_key = f"{self.execution_id}:{self.node_id}"
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the attempt was cancelled or its lease lost."""
+        if self._cancel_event.is_set():
+            return True
+        if self._is_cancelled is not None and self._is_cancelled():
+            self._cancel_event.set()
+            return True
+        return False
+
+    def cancel(self) -> None:
+        """Mark the attempt cancelled (called by the worker, e.g. from a lease thread)."""
+        self._cancel_event.set()
+
+    def heartbeat(self) -> None:
+        """Renew the lease. Raises NodeCancelled if the attempt should stop."""
+        if self._cancel_event.is_set():
+            raise NodeCancelled()
+        if self._heartbeat is not None and not self._heartbeat():
+            self._cancel_event.set()
+            raise NodeCancelled()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise NodeCancelled if the attempt was cancelled (no lease renewal)."""
+        if self.cancelled:
+            raise NodeCancelled()
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, heartbeating every HEARTBEAT_EVERY_SECONDS; raise NodeCancelled early
+        if the attempt is cancelled meanwhile."""
+        deadline = time.monotonic() + max(0.0, seconds)
+        self.heartbeat()
+        last_beat = time.monotonic()
+        while True:
+            self.raise_if_cancelled()
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if now - last_beat >= HEARTBEAT_EVERY_SECONDS:
+                self.heartbeat()
+                last_beat = now
+            self._cancel_event.wait(min(SLEEP_STEP_SECONDS, deadline - now))

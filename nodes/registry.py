@@ -1,0 +1,94 @@
+"""The registry of workflow functions: ``fn(input, ctx) -> JSON output``.
+
+Projects register functions with :func:`workflow_function`; the modules listed in
+``settings.WORKFLOW_FUNCTION_MODULES`` are imported at start-up so that their
+decorators run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+WorkflowFunction = Callable[[Any, Any], Any]
+F = TypeVar("F", bound=WorkflowFunction)
+
+_registry: dict[str, WorkflowFunction] = {}
+_lock = threading.Lock()
+
+
+class DuplicateFunctionError(ValueError):
+    """A name is already registered to a different function."""
+
+
+def _same_function(a: WorkflowFunction, b: WorkflowFunction) -> bool:
+    # A reloaded module defines a new object for the same function: treat it as the same.
+    if a is b:
+        return True
+    return (getattr(a, "__module__", None), getattr(a, "__qualname__", None)) == (
+        getattr(b, "__module__", None),
+        getattr(b, "__qualname__", None),
+    )
+
+
+def register(name: str, fn: WorkflowFunction) -> None:
+    """Register ``fn`` under ``name``; re-registering the same function is a no-op."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ValueError(f"invalid workflow function name: {name!r}")
+    if not callable(fn):
+        raise TypeError(f"workflow function {name!r} is not callable")
+    with _lock:
+        existing = _registry.get(name)
+        if existing is not None and not _same_function(existing, fn):
+            raise DuplicateFunctionError(
+                f"workflow function {name!r} is already registered to "
+                f"{existing.__module__}.{existing.__qualname__}"
+            )
+        _registry[name] = fn
+
+
+def unregister(name: str) -> None:
+    """Remove ``name`` from the registry, if present (for tests)."""
+    with _lock:
+        _registry.pop(name, None)
+
+
+@overload
+def workflow_function(name: F) -> F: ...
+@overload
+def workflow_function(name: str | None = None) -> Callable[[F], F]: ...
+def workflow_function(name: str | F | None = None) -> F | Callable[[F], F]:
+    """Register the decorated ``fn(input, ctx)`` under ``name``.
+
+    The default name is ``"<module>.<qualname>"``. Usable bare (``@workflow_function``)
+    or called (``@workflow_function("billing.charge")``).
+    """
+    if callable(name):
+        fn = name
+        register(f"{fn.__module__}.{fn.__qualname__}", fn)
+        return fn
+
+    def decorator(fn: F) -> F:
+        register(name if name is not None else f"{fn.__module__}.{fn.__qualname__}", fn)
+        return fn
+
+    return decorator
+
+
+def get_function(name: str) -> WorkflowFunction:
+    """The function registered under ``name``; KeyError if there is none."""
+    try:
+        return _registry[name]
+    except KeyError:
+        raise KeyError(f"unknown workflow function: {name!r}") from None
+
+
+def function_exists(name: str) -> bool:
+    """Whether a function is registered under ``name``."""
+    return name in _registry
+
+
+def function_names() -> list[str]:
+    """Every registered name, sorted."""
+    return sorted(_registry)

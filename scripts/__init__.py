@@ -1,0 +1,1 @@
+"""Developer scripts; `scripts.services` is importable by tests."""

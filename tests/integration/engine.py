@@ -1,0 +1,147 @@
+"""Real Celery worker and beat processes against the test database, for integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.models import Execution
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url() -> str:
+    """A URL for the database this test process uses (pytest-django's test database)."""
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    user = db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
+    return f"postgres://{user}{password}@{host}/{db['NAME']}"
+
+
+@dataclass
+class Engine:
+    log_dir: Path
+    workers: list[subprocess.Popen] = field(default_factory=list)
+    beat: subprocess.Popen | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    counter: int = 0
+
+    def start(self, *, workers: int = 1, concurrency: int = 2, beat: bool = True) -> None:
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "WORKFLOW_VAR_DIR": str(settings.VAR_DIR),
+            "PYTHONPATH": str(ROOT),
+            # Test servers live on loopback, which HTTP nodes refuse unless allowed.
+            "WORKFLOW_HTTP_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        }
+        self.purge()
+        for _ in range(workers):
+            self.start_worker(concurrency=concurrency)
+        if beat:
+            self.beat = self._spawn(
+                "beat", ["beat", "-l", "info", "-s", str(self.log_dir / "beat-schedule")]
+            )
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+        self.counter += 1
+        log = open(self.log_dir / f"{name}-{self.counter}.log", "wb")  # noqa: SIM115
+        return subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def start_worker(self, *, concurrency: int = 2) -> subprocess.Popen:
+        worker = self._spawn(
+            "worker",
+            [
+                "worker",
+                "-l",
+                "info",
+                "-Q",
+                "orchestrator,nodes",
+                "--concurrency",
+                str(concurrency),
+                "-n",
+                f"w{self.counter + 1}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+        )
+        self.workers.append(worker)
+        return worker
+
+    def purge(self) -> None:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "purge",
+                "-f",
+                "-Q",
+                "orchestrator,nodes",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    def kill_worker(self, worker: subprocess.Popen) -> None:
+        """kill -9 the worker's whole process group (main process and its children)."""
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        self.workers.remove(worker)
+
+    def stop(self) -> None:
+        for proc in [*self.workers, *([self.beat] if self.beat else [])]:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for proc in [*self.workers, *([self.beat] if self.beat else [])]:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        self.workers, self.beat = [], None
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {path.name}\n{path.read_text(errors='replace')[-4000:]}"
+            for path in sorted(self.log_dir.glob("*.log"))
+        )
+
+    def wait(self, execution_id: object, timeout: float = 60.0) -> Execution:
+        """Poll until the execution ends; fail with the worker logs if it does not."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            execution = Execution.objects.get(pk=execution_id)
+            if execution.status in EXECUTION_TERMINAL:
+                return execution
+            time.sleep(0.1)
+        raise AssertionError(
+            f"execution {execution_id} still {execution.status} after {timeout}s\n{self.logs()}"
+        )

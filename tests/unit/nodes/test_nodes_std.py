@@ -1,0 +1,129 @@
+import threading
+import time
+
+import pytest
+
+import nodes.demo  # noqa: F401
+import nodes.std  # noqa: F401
+from nodes.context import NodeContext
+from nodes.errors import NodeCancelled, NodeError
+from nodes.registry import get_function
+
+
+def call(name, input, ctx=None):
+    return get_function(name)(input, ctx or NodeContext("exec-1", "node", 1))
+
+
+def test_echo_and_noop():
+    assert call("std.echo", {"a": [1, 2]}) == {"a": [1, 2]}
+    assert call("std.echo", None) is None
+    assert call("std.noop", {"a": 1}) is None
+
+
+def test_sleep_heartbeats_at_least_every_second_and_returns_input():
+    beats: list[float] = []
+
+    def beat() -> bool:
+        beats.append(time.monotonic())
+        return True
+
+    ctx = NodeContext("e", "n", 1, _heartbeat=beat)
+    started = time.monotonic()
+    assert call("std.sleep", {"seconds": 1.3, "x": 1}, ctx) == {"seconds": 1.3, "x": 1}
+    elapsed = time.monotonic() - started
+    assert 1.3 <= elapsed < 2.5
+    assert len(beats) >= 2
+    gaps = [b - a for a, b in zip([started, *beats], [*beats, time.monotonic()], strict=True)]
+    assert max(gaps) < 1.0
+
+
+def test_sleep_stops_early_when_cancelled():
+    ctx = NodeContext("e", "n", 1)
+    threading.Timer(0.2, ctx.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(NodeCancelled):
+        call("std.sleep", {"seconds": 30}, ctx)
+    assert time.monotonic() - started < 1.0
+
+
+def test_sleep_stops_when_is_cancelled_turns_true():
+    deadline = time.monotonic() + 0.2
+    ctx = NodeContext("e", "n", 1, _is_cancelled=lambda: time.monotonic() > deadline)
+    started = time.monotonic()
+    with pytest.raises(NodeCancelled):
+        call("std.sleep", {"seconds": 30}, ctx)
+    assert time.monotonic() - started < 1.0
+
+
+def test_sleep_stops_when_the_lease_is_lost():
+    ctx = NodeContext("e", "n", 1, _heartbeat=lambda: False)
+    with pytest.raises(NodeCancelled):
+        call("std.sleep", {"seconds": 30}, ctx)
+
+
+@pytest.mark.parametrize("input", [None, {}, {"seconds": "1"}, {"seconds": -1}, {"seconds": True}])
+def test_sleep_rejects_bad_input(input):
+    with pytest.raises(NodeError) as info:
+        call("std.sleep", input)
+    assert info.value.type == "InvalidInput"
+    assert not info.value.retryable
+
+
+def test_fail_defaults():
+    with pytest.raises(NodeError) as info:
+        call("std.fail", {"message": "nope"})
+    assert (info.value.type, info.value.message, info.value.retryable) == (
+        "std.fail",
+        "nope",
+        True,
+    )
+
+
+def test_fail_non_retryable_with_type():
+    with pytest.raises(NodeError) as info:
+        call("std.fail", {"message": "bad card", "retryable": False, "type": "CardDeclined"})
+    assert info.value.as_dict() == {
+        "type": "CardDeclined",
+        "message": "bad card",
+        "retryable": False,
+    }
+
+
+def test_demo_signup_chain_is_deterministic_per_idempotency_key():
+    def ctx(node: str, attempt: int = 1) -> NodeContext:
+        return NodeContext("exec-42", node, attempt)
+
+    fast = {"sleep_seconds": 0}
+    verified = call(
+        "demo.verify_account", {"user_id": "u1", "email": "u1@example.com", **fast}, ctx("v")
+    )
+    assert verified == {"user_id": "u1", "email": "u1@example.com", "verified": True}
+
+    workspace = call("demo.create_workspace", {"user_id": "u1", **fast}, ctx("w"))
+    assert workspace["owner"] == "u1"
+    assert workspace["workspace_id"].startswith("ws_")
+    retried = call("demo.create_workspace", {"user_id": "u1", **fast}, ctx("w", attempt=2))
+    assert retried == workspace
+
+    email = call("demo.send_email", {"to": "u1@example.com", **fast}, ctx("e"))
+    assert email["sent"] is True and email["to"] == "u1@example.com"
+
+    team = call(
+        "demo.create_team",
+        {"workspace_id": workspace["workspace_id"], "user_id": "u1", **fast},
+        ctx("t"),
+    )
+    assert team["workspace_id"] == workspace["workspace_id"]
+    assert team["members"] == ["u1"]
+
+    done = call("demo.done", {"team": team, **fast}, ctx("d"))
+    assert done == {"status": "onboarded", "execution_id": "exec-42", "summary": {"team": team}}
+
+
+def test_demo_function_takes_time_and_heartbeats():
+    beats: list[int] = []
+    ctx = NodeContext("e", "n", 1, _heartbeat=lambda: beats.append(1) or True)
+    started = time.monotonic()
+    call("demo.verify_account", {"user_id": "u"}, ctx)
+    assert 0.4 <= time.monotonic() - started < 2
+    assert beats

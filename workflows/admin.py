@@ -1,0 +1,65 @@
+"""Admin: browse workflows and their versions. Versions are immutable and carry a
+validated definition, so they are created through the API (workflows.services) only."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Max, QuerySet
+from django.http import HttpRequest
+
+from workflows.models import WorkflowDefinition, WorkflowVersion
+
+
+class WorkflowVersionInline(admin.TabularInline):
+    model = WorkflowVersion
+    extra = 0
+    can_delete = False
+    fields = ["version", "created_at", "definition"]
+    readonly_fields = fields
+    ordering = ["version"]
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(WorkflowDefinition)
+class WorkflowDefinitionAdmin(admin.ModelAdmin):
+    list_display = ["name", "latest_version", "created_at"]
+    search_fields = ["name", "description"]
+    readonly_fields = ["name", "created_at"]
+    fields = ["name", "description", "created_at"]
+    inlines = [WorkflowVersionInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkflowDefinition]:
+        return super().get_queryset(request).annotate(latest_version=Max("versions__version"))
+
+    @admin.display(ordering="latest_version", description="latest version")
+    def latest_version(self, obj: WorkflowDefinition) -> int | None:
+        return getattr(obj, "latest_version", None)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A workflow needs a validated version 1: create it with POST /workflows.
+        return False
+
+
+@admin.register(WorkflowVersion)
+class WorkflowVersionAdmin(admin.ModelAdmin):
+    list_display = ["workflow", "version", "created_at"]
+    list_filter = ["workflow"]
+    list_select_related = ["workflow"]
+    search_fields = ["workflow__name"]
+    fields = ["workflow", "version", "created_at", "definition"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

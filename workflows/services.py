@@ -1,0 +1,68 @@
+"""Writes of workflows and their versions. Every definition is validated here, so no
+invalid definition reaches the database whichever caller (API, admin, script) stores it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from workflows.dsl import Definition, parse_definition
+from workflows.models import WorkflowDefinition, WorkflowVersion
+
+
+def _function_registry() -> Callable[[str], bool] | None:
+    try:
+        from nodes.registry import function_exists
+    except ImportError:  # the nodes app is optional for validation: names go unchecked
+        return None
+    return function_exists
+
+
+def definition_validate(*, definition: object) -> Definition:
+    """The parsed definition; raises DefinitionError with every problem found."""
+    return parse_definition(definition, function_exists=_function_registry())
+
+
+def _name_taken(name: str) -> ValidationError:
+    return ValidationError(
+        {
+            "name": [
+                f"A workflow named '{name}' already exists: choose another name, or add a "
+                f"version with POST /workflows/{name}/versions."
+            ]
+        }
+    )
+
+
+def workflow_create(*, name: str, definition: object, description: str = "") -> WorkflowDefinition:
+    """A new workflow with `definition` as its version 1."""
+    workflow = WorkflowDefinition(name=name, description=description)
+    workflow.full_clean(validate_unique=False)
+    if WorkflowDefinition.objects.filter(name=name).exists():
+        raise _name_taken(name)
+    definition_validate(definition=definition)
+    try:
+        with transaction.atomic():
+            workflow.save()
+            WorkflowVersion.objects.create(workflow=workflow, version=1, definition=definition)
+    except IntegrityError:
+        # A concurrent request took the name between the check above and the insert.
+        raise _name_taken(name) from None
+    return workflow
+
+
+def workflow_version_create(*, workflow: WorkflowDefinition, definition: object) -> WorkflowVersion:
+    """The next numbered version of `workflow`; earlier versions are never touched."""
+    definition_validate(definition=definition)
+    with transaction.atomic():
+        # Lock the workflow row so that concurrent creates number versions one after the
+        # other (on SQLite the IMMEDIATE transaction already serializes writers); the
+        # unique (workflow, version) constraint backs this up.
+        locked = WorkflowDefinition.objects.select_for_update().get(pk=workflow.pk)
+        last = WorkflowVersion.objects.filter(workflow=locked).aggregate(last=Max("version"))
+        return WorkflowVersion.objects.create(
+            workflow=locked, version=(last["last"] or 0) + 1, definition=definition
+        )
