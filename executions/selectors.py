@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 
 from executions.models import Attempt, Event, Execution, Task
 from workflows.models import WorkflowDefinition
+from workflows.selectors import workflow_get
 
 
 def execution_list(*, status: str | None = None, workflow: str | None = None) -> QuerySet:
@@ -13,20 +14,16 @@ def execution_list(*, status: str | None = None, workflow: str | None = None) ->
     if status:
         queryset = queryset.filter(status=status)
     if workflow:
-        key = {"workflow_id": int(workflow)} if workflow.isdigit() else {"workflow__name": workflow}
-        queryset = queryset.filter(**key)
+        found = workflow_by_ref(workflow)
+        queryset = queryset.filter(workflow=found) if found else queryset.none()
     return queryset.order_by("-created_at", "-id")
 
 
 def workflow_by_ref(ref: object) -> WorkflowDefinition | None:
-    """A workflow by numeric id or by name."""
-    if isinstance(ref, bool):
+    """A workflow by numeric id or by name (JSON may give the id as a number)."""
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
         return None
-    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
-        return WorkflowDefinition.objects.filter(pk=int(ref)).first()
-    if isinstance(ref, str):
-        return WorkflowDefinition.objects.filter(name=ref).first()
-    return None
+    return workflow_get(ref=str(ref))
 
 
 def task_list(*, execution: Execution) -> QuerySet:

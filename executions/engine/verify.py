@@ -63,7 +63,12 @@ def verify(
                 return found
             run = []
         apply_event(state, event)
-    return _check_run(definition, state, run) if run else None
+    if run:
+        return _check_run(definition, state, run)
+    # Facts and the decisions they lead to are appended in one transaction, so a log never
+    # ends on a fact that still asks for a decision.
+    missing = decide(definition, state)
+    return Divergence(state.last_seq + 1, missing[0], None) if missing else None
 
 
 def _check_run(

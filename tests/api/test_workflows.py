@@ -51,8 +51,8 @@ def post_raw(client: APIClient, path: str, content: bytes | str):
     return client.generic("POST", path, content, content_type="application/json")
 
 
-def test_anonymous_requests_get_401(api_client: APIClient) -> None:
-    workflow_id = create(api_client).json()["id"]
+def test_anonymous_requests_get_401(api: APIClient) -> None:
+    workflow_id = create(api).json()["id"]
     anonymous = APIClient()
     for path in ("/workflows", f"/workflows/{workflow_id}", f"/workflows/{workflow_id}/versions"):
         response = anonymous.get(path)
@@ -64,8 +64,8 @@ def test_anonymous_requests_get_401(api_client: APIClient) -> None:
     )
 
 
-def test_create_returns_the_workflow_with_version_1(api_client: APIClient) -> None:
-    response = create(api_client, description="New user onboarding")
+def test_create_returns_the_workflow_with_version_1(api: APIClient) -> None:
+    response = create(api, description="New user onboarding")
     assert response.status_code == 201, response.content
     body = response.json()
     assert set(body) == {"id", "name", "description", "latest_version", "created_at", "definition"}
@@ -78,56 +78,56 @@ def test_create_returns_the_workflow_with_version_1(api_client: APIClient) -> No
 
 
 @pytest.mark.parametrize("slash", ["", "/"])
-def test_read_by_id_or_name_with_or_without_slash(api_client: APIClient, slash: str) -> None:
-    created = create(api_client).json()
+def test_read_by_id_or_name_with_or_without_slash(api: APIClient, slash: str) -> None:
+    created = create(api).json()
     assert (
-        api_client.post(
+        api.post(
             f"/workflows{slash}", {"name": "second", "definition": ONE_NODE}, format="json"
         ).status_code
         == 201
     )
     for ref in (created["id"], "onboarding"):
-        response = api_client.get(f"/workflows/{ref}{slash}")
+        response = api.get(f"/workflows/{ref}{slash}")
         assert response.status_code == 200, response.content
         assert response.json() == created
-    listed = api_client.get(f"/workflows{slash}").json()
+    listed = api.get(f"/workflows{slash}").json()
     assert [w["name"] for w in listed["results"]] == ["onboarding", "second"]
-    versions = api_client.get(f"/workflows/onboarding/versions{slash}")
+    versions = api.get(f"/workflows/onboarding/versions{slash}")
     assert [v["version"] for v in versions.json()["results"]] == [1]
 
 
-def test_list_is_paginated(api_client: APIClient) -> None:
+def test_list_is_paginated(api: APIClient) -> None:
     for name in ("a-flow", "b-flow", "c-flow"):
-        assert create(api_client, name=name, definition=ONE_NODE).status_code == 201
-    first = api_client.get("/workflows?limit=2").json()
+        assert create(api, name=name, definition=ONE_NODE).status_code == 201
+    first = api.get("/workflows?limit=2").json()
     assert set(first) >= {"next", "previous", "results"}
     assert [w["name"] for w in first["results"]] == ["a-flow", "b-flow"]
     assert first["previous"] is None and first["next"]
     assert first["results"][0]["latest_version"] == 1
     assert first["results"][0]["definition"] == ONE_NODE
-    second = api_client.get(first["next"]).json()
+    second = api.get(first["next"]).json()
     assert [w["name"] for w in second["results"]] == ["c-flow"]
     assert second["next"] is None and second["previous"]
 
 
 @pytest.mark.parametrize("slash", ["", "/"])
-def test_versions_are_numbered_and_listed_oldest_first(api_client: APIClient, slash: str) -> None:
-    workflow_id = create(api_client).json()["id"]
-    response = api_client.post(
+def test_versions_are_numbered_and_listed_oldest_first(api: APIClient, slash: str) -> None:
+    workflow_id = create(api).json()["id"]
+    response = api.post(
         f"/workflows/{workflow_id}/versions{slash}", {"definition": ONE_NODE}, format="json"
     )
     assert response.status_code == 201, response.content
     body = response.json()
     assert set(body) == {"workflow_id", "version", "definition", "created_at"}
     assert (body["workflow_id"], body["version"], body["definition"]) == (workflow_id, 2, ONE_NODE)
-    by_name = api_client.post(
+    by_name = api.post(
         "/workflows/onboarding/versions", {"definition": DEFINITION}, format="json"
     )
     assert by_name.json()["version"] == 3
-    listed = api_client.get(f"/workflows/{workflow_id}/versions{slash}").json()["results"]
+    listed = api.get(f"/workflows/{workflow_id}/versions{slash}").json()["results"]
     assert [v["version"] for v in listed] == [1, 2, 3]
     assert listed[1]["definition"] == ONE_NODE
-    detail = api_client.get(f"/workflows/{workflow_id}").json()
+    detail = api.get(f"/workflows/{workflow_id}").json()
     assert (detail["latest_version"], detail["definition"]) == (3, DEFINITION)
     assert WorkflowVersion.objects.get(workflow_id=workflow_id, version=1).definition == DEFINITION
 
@@ -142,19 +142,19 @@ def test_versions_are_numbered_and_listed_oldest_first(api_client: APIClient, sl
         "/workflows/no-such-flow/versions",
     ],
 )
-def test_unknown_workflows_are_404(api_client: APIClient, path: str) -> None:
-    response = api_client.get(path)
+def test_unknown_workflows_are_404(api: APIClient, path: str) -> None:
+    response = api.get(path)
     assert response.status_code == 404
     assert "detail" in response.json()
-    posted = api_client.post(
+    posted = api.post(
         "/workflows/no-such-flow/versions", {"definition": ONE_NODE}, format="json"
     )
     assert posted.status_code == 404
 
 
-def test_duplicate_name_is_400_naming_name(api_client: APIClient) -> None:
-    assert create(api_client).status_code == 201
-    response = create(api_client, definition=ONE_NODE)
+def test_duplicate_name_is_400_naming_name(api: APIClient) -> None:
+    assert create(api).status_code == 201
+    response = create(api, definition=ONE_NODE)
     assert response.status_code == 400
     body = response.json()
     assert "already exists" in body["name"][0]
@@ -175,9 +175,9 @@ def test_duplicate_name_is_400_naming_name(api_client: APIClient) -> None:
     ],
 )
 def test_bad_create_requests_are_400_naming_the_field(
-    api_client: APIClient, body: dict[str, Any], field: str
+    api: APIClient, body: dict[str, Any], field: str
 ) -> None:
-    response = api_client.post("/workflows", body, format="json")
+    response = api.post("/workflows", body, format="json")
     assert response.status_code == 400, response.content
     assert field in response.json() and response.json()["detail"]
     assert WorkflowDefinition.objects.count() == 0
@@ -241,9 +241,9 @@ INVALID_DEFINITIONS = [
 
 @pytest.mark.parametrize(("definition", "node", "field", "message"), INVALID_DEFINITIONS)
 def test_invalid_definition_is_400_naming_node_and_field(
-    api_client: APIClient, definition: Any, node: str | None, field: str | None, message: str
+    api: APIClient, definition: Any, node: str | None, field: str | None, message: str
 ) -> None:
-    response = create(api_client, definition=definition)
+    response = create(api, definition=definition)
     assert response.status_code == 400, response.content
     body = response.json()
     assert "Invalid definition" in body["detail"] and message in body["detail"]
@@ -253,8 +253,8 @@ def test_invalid_definition_is_400_naming_node_and_field(
     ), body["errors"]
     assert WorkflowDefinition.objects.count() == 0
 
-    workflow_id = create(api_client, name="valid", definition=ONE_NODE).json()["id"]
-    version = api_client.post(
+    workflow_id = create(api, name="valid", definition=ONE_NODE).json()["id"]
+    version = api.post(
         f"/workflows/{workflow_id}/versions", {"definition": definition}, format="json"
     )
     assert version.status_code == 400
@@ -262,10 +262,10 @@ def test_invalid_definition_is_400_naming_node_and_field(
     assert WorkflowVersion.objects.filter(workflow_id=workflow_id).count() == 1
 
 
-def test_every_problem_of_a_definition_is_reported(api_client: APIClient) -> None:
+def test_every_problem_of_a_definition_is_reported(api: APIClient) -> None:
     definition = _with(3, type="email", depends_on=["sms"])
     definition["output"] = "{{ nodes.nope.output }}"
-    errors = create(api_client, definition=definition).json()["errors"]
+    errors = create(api, definition=definition).json()["errors"]
     assert {(e["node"], e["field"]) for e in errors} >= {
         ("email", "type"),
         ("email", "depends_on[0]"),
@@ -277,57 +277,57 @@ def test_every_problem_of_a_definition_is_reported(api_client: APIClient) -> Non
     "content",
     ['{"name": "x", "definition": ', "{'name': 'x'}", "\xff\xfe", '{"n": NaN}', "not json"],
 )
-def test_malformed_json_is_400(api_client: APIClient, content: str) -> None:
-    response = post_raw(api_client, "/workflows", content.encode("latin-1"))
+def test_malformed_json_is_400(api: APIClient, content: str) -> None:
+    response = post_raw(api, "/workflows", content.encode("latin-1"))
     assert response.status_code == 400, response.content
     assert "JSON parse error" in response.json()["detail"]
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", '"onboarding"', "null", "3"])
-def test_non_object_body_is_400(api_client: APIClient, content: str) -> None:
+def test_non_object_body_is_400(api: APIClient, content: str) -> None:
     for path in ("/workflows", "/workflows/valid/versions"):
         if path.endswith("versions"):
-            create(api_client, name="valid", definition=ONE_NODE)
-        response = post_raw(api_client, path, content)
+            create(api, name="valid", definition=ONE_NODE)
+        response = post_raw(api, path, content)
         assert response.status_code == 400, (path, response.content)
         assert response.json()["detail"]
 
 
-def test_deeply_nested_body_is_400(api_client: APIClient) -> None:
-    response = post_raw(api_client, "/workflows", "[" * 100_000 + "]" * 100_000)
+def test_deeply_nested_body_is_400(api: APIClient) -> None:
+    response = post_raw(api, "/workflows", "[" * 100_000 + "]" * 100_000)
     assert response.status_code == 400
     assert response.json()["detail"]
 
 
-def test_deeply_nested_definition_is_400(api_client: APIClient) -> None:
+def test_deeply_nested_definition_is_400(api: APIClient) -> None:
     nested = "[" * 500 + "]" * 500
     content = (
         f'{{"name": "deep", "definition": {{"nodes": [{{"id": "a", "type": "function", '
         f'"function": "std.echo", "input": {nested}}}]}}}}'
     )
-    response = post_raw(api_client, "/workflows", content)
+    response = post_raw(api, "/workflows", content)
     assert response.status_code == 400, response.content[:300]
     assert "nested more than" in response.json()["errors"][0]["message"]
 
 
-def test_body_too_large_is_413(api_client: APIClient, settings) -> None:
+def test_body_too_large_is_413(api: APIClient, settings) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2048
     padding = "x" * 4096
     body = json.dumps({"name": "big", "description": padding, "definition": ONE_NODE})
-    response = post_raw(api_client, "/workflows", body)
+    response = post_raw(api, "/workflows", body)
     assert response.status_code == 413
     assert "2048 bytes" in response.json()["detail"]
-    small = create(api_client, name="small", definition=ONE_NODE)
+    small = create(api, name="small", definition=ONE_NODE)
     assert small.status_code == 201
     too_big_version = post_raw(
-        api_client, "/workflows/small/versions", json.dumps({"definition": ONE_NODE, "p": padding})
+        api, "/workflows/small/versions", json.dumps({"definition": ONE_NODE, "p": padding})
     )
     assert too_big_version.status_code == 413
     assert WorkflowDefinition.objects.filter(name="big").count() == 0
 
 
-def test_form_and_text_bodies_never_500(api_client: APIClient) -> None:
-    form = api_client.post("/workflows", {"name": "form", "definition": "{}"})
+def test_form_and_text_bodies_never_500(api: APIClient) -> None:
+    form = api.post("/workflows", {"name": "form", "definition": "{}"})
     assert form.status_code == 400 and form.json()["detail"]
-    text = api_client.generic("POST", "/workflows", "hello", content_type="text/plain")
+    text = api.generic("POST", "/workflows", "hello", content_type="text/plain")
     assert text.status_code == 415 and text.json()["detail"]

@@ -14,7 +14,11 @@ from django.conf import settings
 from django.db import connection
 
 from executions.engine.statuses import EXECUTION_TERMINAL
+from executions import store
+from executions.definitions import definition_for
+from executions.engine.verify import verify
 from executions.models import Execution
+from executions.projections import differences
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,6 +32,20 @@ def database_url() -> str:
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
     host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
     return f"postgres://{user}{password}@{host}/{db['NAME']}"
+
+
+def assert_replayable(execution: Execution) -> None:
+    """Every execution the integration tests see ending is checked like `--verify` would:
+    contiguous seqs, every decision re-derived, and projections equal to the folded log."""
+    rows = list(store.events_of(execution.pk))
+    assert [row.seq for row in rows] == list(range(1, len(rows) + 1)), "gap in the log"
+    divergence = verify(
+        definition_for(execution.version_id),
+        [store.to_engine(row) for row in rows],
+        execution_id=str(execution.pk),
+    )
+    assert divergence is None, str(divergence)
+    assert differences(execution, store.state_at(execution.pk)) == []
 
 
 @dataclass
@@ -140,6 +158,7 @@ class Engine:
         while time.monotonic() < deadline:
             execution = Execution.objects.get(pk=execution_id)
             if execution.status in EXECUTION_TERMINAL:
+                assert_replayable(execution)
                 return execution
             time.sleep(0.1)
         raise AssertionError(

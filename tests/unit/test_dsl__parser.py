@@ -888,3 +888,20 @@ def test_arbitrary_input_raises_only_definition_error(raw: object) -> None:
         assert exc.problems and all(isinstance(p.message, str) and p.message for p in exc.problems)
     else:
         assert isinstance(result, Definition)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    index=st.integers(0, len(CONTRACT_EXAMPLE["nodes"]) - 1),
+    key=st.sampled_from([*KEYS, "id", "x"]),
+    value=_values(bodies),
+)
+def test_mutated_example_raises_only_definition_error(index: int, key: str, value: Any) -> None:
+    raw = copy.deepcopy(CONTRACT_EXAMPLE)
+    raw["nodes"][index][key] = value
+    try:
+        result = parse_definition(raw, function_exists=lambda name: name == "std.echo")
+    except DefinitionError as exc:
+        assert exc.problems
+    else:
+        assert [n.id for n in result.nodes] == [n["id"] for n in raw["nodes"]]

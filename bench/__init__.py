@@ -1,0 +1,1 @@
+"""Benchmarks of the engine against raw Celery in the same run: `./dev bench [smoke|full]`."""

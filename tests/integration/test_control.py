@@ -1,0 +1,175 @@
+"""Issue 4 on real workers: cancel, retry, replay, point-in-time state."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from executions.models import Attempt, AttemptStatus, Task
+from executions.services.control import (
+    NotAllowed,
+    execution_cancel,
+    execution_replay,
+    execution_retry,
+)
+from tests.factories import events, start, timeline
+
+
+def wait_for_status(execution, node_id: str, status: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if Task.objects.get(execution=execution, node_id=node_id).status == status:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{node_id} never became {status}: {timeline(execution)}")
+
+
+def test_cancel_stops_a_running_sleep_and_its_dependents_never_start(live) -> None:
+    execution = start(
+        {
+            "nodes": [
+                {
+                    "id": "nap",
+                    "type": "function",
+                    "function": "std.sleep",
+                    "input": {"seconds": 60},
+                },
+                {"id": "after", "type": "function", "function": "std.noop", "depends_on": ["nap"]},
+                {"id": "other", "type": "delay", "seconds": 600},
+            ]
+        }
+    )
+    wait_for_status(execution, "nap", "running")
+    execution_cancel(execution_id=execution.pk)
+    done = live.wait(execution.pk, timeout=10)
+    assert done.status == "cancelled"
+    statuses = dict(Task.objects.filter(execution=done).values_list("node_id", "status"))
+    assert statuses == {"nap": "cancelled", "after": "cancelled", "other": "cancelled"}
+    assert events(done, "task_scheduled", "after") == []
+    assert events(done, "task_completed") == []
+    assert Attempt.objects.get(execution=done, node_id="nap").status == AttemptStatus.CANCELLED
+    # The worker really stopped sleeping: it is free for new work well before 60 s.
+    quick = start({"nodes": [{"id": "ping", "type": "function", "function": "std.noop"}]})
+    assert live.wait(quick.pk, timeout=15).status == "succeeded"
+    time.sleep(1.5)  # a stopped node must not record anything late either
+    assert len(events(done)) == len(timeline(done)) and events(done, "task_completed") == []
+    with pytest.raises(NotAllowed):
+        execution_cancel(execution_id=done.pk)
+
+
+class Switchable(BaseHTTPRequestHandler):
+    """500 until `fixed` is set, then 200; counts requests per path."""
+
+    fixed = False
+    hits: dict[str, int] = {}
+
+    def do_GET(self) -> None:  # noqa: N802
+        cls = type(self)
+        cls.hits[self.path] = cls.hits.get(self.path, 0) + 1
+        ok = cls.fixed or self.path.startswith("/always-ok")
+        body = b'{"value": 7}' if ok else b'{"error": "down"}'
+        self.send_response(200 if ok else 500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def server():
+    Switchable.fixed, Switchable.hits = False, {}
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Switchable)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def test_retry_after_the_server_is_fixed_continues_the_same_execution(live, server) -> None:
+    execution = start(
+        {
+            "nodes": [
+                {
+                    "id": "fetch",
+                    "type": "http",
+                    "request": {"method": "GET", "url": f"{server}/data"},
+                },
+                {
+                    "id": "use",
+                    "type": "function",
+                    "function": "std.echo",
+                    "depends_on": ["fetch"],
+                    "input": "{{ nodes.fetch.output.body.value }}",
+                },
+            ],
+            "retry_policy": {"max_attempts": 2, "initial_interval_seconds": 0.2},
+        }
+    )
+    failed = live.wait(execution.pk)
+    assert failed.status == "failed"
+    assert Task.objects.get(execution=failed, node_id="fetch").attempts == 2
+    assert Task.objects.get(execution=failed, node_id="use").status == "skipped"
+    with pytest.raises(NotAllowed):
+        execution_retry(
+            execution_id=start({"nodes": [{"id": "n", "type": "delay", "seconds": 600}]}).pk
+        )
+    Switchable.fixed = True
+    execution_retry(execution_id=failed.pk)
+    done = live.wait(failed.pk)
+    assert done.pk == execution.pk and done.status == "succeeded", timeline(done)
+    assert done.output == {"use": 7}
+    fetch = Task.objects.get(execution=done, node_id="fetch")
+    assert fetch.attempts == 3 and fetch.status == "succeeded"
+    assert [e.attempt for e in events(done, "task_started", "fetch")] == [1, 2, 3]
+    (request,) = events(done, "retry_requested")
+    assert request.data["nodes"] == ["fetch", "use"]
+    assert Switchable.hits["/data"] == 3
+
+
+def test_replay_from_a_middle_node_reuses_upstream_outputs(live, server) -> None:
+    original = start(
+        {
+            "nodes": [
+                {
+                    "id": "fetch",
+                    "type": "http",
+                    "request": {"method": "GET", "url": f"{server}/always-ok"},
+                },
+                {
+                    "id": "transform",
+                    "type": "function",
+                    "function": "std.echo",
+                    "depends_on": ["fetch"],
+                    "input": {"v": "{{ nodes.fetch.output.body.value }}"},
+                },
+                {
+                    "id": "publish",
+                    "type": "function",
+                    "function": "std.echo",
+                    "depends_on": ["transform"],
+                    "input": "{{ nodes.transform.output }}",
+                },
+            ]
+        },
+        {"run": 1},
+    )
+    assert live.wait(original.pk).status == "succeeded"
+    assert Switchable.hits["/always-ok"] == 1
+    replay = execution_replay(execution_id=original.pk, from_node="transform")
+    done = live.wait(replay.pk)
+    assert done.status == "succeeded" and done.replay_of_id == original.pk
+    assert done.version_id == original.version_id and done.input == {"run": 1}
+    assert Switchable.hits["/always-ok"] == 1  # upstream server not called again
+    (reused,) = events(done, "task_completed", "fetch")
+    assert reused.data["reused_from"] == str(original.pk)
+    assert events(done, "task_scheduled", "fetch") == []
+    assert [e.attempt for e in events(done, "task_started", "transform")] == [1]
+    assert done.output == {"publish": {"v": 7}}
+    full = execution_replay(execution_id=original.pk)
+    assert live.wait(full.pk).status == "succeeded"
+    assert Switchable.hits["/always-ok"] == 2
