@@ -13,9 +13,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from executions.engine.statuses import EXECUTION_TERMINAL
 from executions import store
 from executions.definitions import definition_for
+from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
 from executions.models import Execution
 from executions.projections import differences
@@ -65,14 +65,28 @@ class Engine:
             "PYTHONPATH": str(ROOT),
             # Test servers live on loopback, which HTTP nodes refuse unless allowed.
             "WORKFLOW_HTTP_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "WORKFLOW_SECRET_API_TOKEN": "s3cr3t-from-env",
+            # The sweeper republishes a lost run_task message this soon (tests wait for it).
+            "WORKFLOW_REPUBLISH_AFTER_SECONDS": "2",
         }
         self.purge()
         for _ in range(workers):
             self.start_worker(concurrency=concurrency)
         if beat:
-            self.beat = self._spawn(
-                "beat", ["beat", "-l", "info", "-s", str(self.log_dir / "beat-schedule")]
-            )
+            self.start_beat()
+
+    def start_beat(self) -> subprocess.Popen:
+        self.beat = self._spawn(
+            "beat", ["beat", "-l", "info", "-s", str(self.log_dir / "beat-schedule")]
+        )
+        return self.beat
+
+    def stop_beat(self) -> None:
+        """Stop the beat (and so the periodic sweeper) until start_beat()."""
+        if self.beat is not None:
+            os.killpg(self.beat.pid, signal.SIGTERM)
+            self.beat.wait(timeout=15)
+            self.beat = None
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
         self.counter += 1
