@@ -8,6 +8,7 @@ Nothing takes two Execution locks in one transaction, so there is no deadlock cy
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -28,6 +29,9 @@ def lock_execution(execution_id: object) -> Execution:
     """The execution row, locked until the transaction ends. Call inside atomic()."""
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
     queryset = Execution.objects.all()
+    if str(execution_id) in _STATES:
+        # The snapshot column is O(nodes) JSON; load_state will not need it.
+        queryset = queryset.defer("snapshot")
     if connection.features.has_select_for_update:
         queryset = queryset.select_for_update()
     # On SQLite the IMMEDIATE transaction already holds the database's write lock.
@@ -53,17 +57,42 @@ def events_of(execution_id: object, *, after_seq: int = 0, upto_seq: int | None 
     return rows.order_by("seq")
 
 
+#: States this process folded and committed, by execution id, most recent last. The state
+#: at seq N is the fold of events 1..N forever (the log is append-only), so a cached state
+#: plus the events after it is the current state, without decoding the O(nodes) snapshot.
+_STATES: OrderedDict[str, ExecutionState] = OrderedDict()
+STATE_CACHE_SIZE = 64
+
+
 def load_state(execution: Execution) -> ExecutionState:
-    """The snapshot plus the events after it: cost grows with new events, not history."""
-    if execution.snapshot is not None:
+    """The snapshot plus the events after it: cost grows with new events, not history.
+
+    Inside the execution's lock. The state this returns is the caller's to fold into; once
+    the transaction commits it is cached (taken out now, so a rollback leaves nothing).
+    """
+    key = str(execution.pk)
+    cached = _STATES.pop(key, None)
+    if cached is not None and cached.last_seq <= execution.last_seq:
+        base = cached
+    elif execution.snapshot is not None:
         base = ExecutionState.from_dict(execution.snapshot)
     else:
-        base = ExecutionState(str(execution.id))
-    tail = events_of(execution.pk, after_seq=base.last_seq, upto_seq=execution.last_seq)
+        base = ExecutionState(key)
     state = base
-    for row in tail.iterator(chunk_size=2000):
-        apply_event(state, to_engine(row))
+    if state.last_seq < execution.last_seq:
+        tail = events_of(execution.pk, after_seq=state.last_seq, upto_seq=execution.last_seq)
+        for row in tail.iterator(chunk_size=2000):
+            apply_event(state, to_engine(row))
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: _remember(key, state))
     return state
+
+
+def _remember(key: str, state: ExecutionState) -> None:
+    _STATES[key] = state
+    _STATES.move_to_end(key)
+    while len(_STATES) > STATE_CACHE_SIZE:
+        _STATES.popitem(last=False)
 
 
 def state_at(execution_id: object, seq: int | None = None) -> ExecutionState:
@@ -114,7 +143,15 @@ def maybe_snapshot(execution: Execution, state: ExecutionState) -> None:
     if state.last_seq - execution.snapshot_seq >= SNAPSHOT_EVERY:
         execution.snapshot = state.to_dict()
         execution.snapshot_seq = state.last_seq
+        # project() writes the (large) snapshot column only when this made a new one.
+        execution._snapshot_dirty = True
 
 
 def touched_nodes(decisions: Iterable[Decision]) -> set[str]:
-    return {d.node_id for d in decisions if d.node_id}
+    """Nodes whose projection an event may change (retry_requested names several)."""
+    touched: set[str] = set()
+    for decision in decisions:
+        if decision.node_id:
+            touched.add(decision.node_id)
+        touched.update(decision.data.get("nodes") or ())
+    return touched

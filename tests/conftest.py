@@ -18,3 +18,26 @@ def api(user):
     token, _ = Token.objects.get_or_create(user=user)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "tampered: the test alters a log on purpose; skip the end-of-test replay check"
+    )
+
+
+@pytest.fixture(autouse=True)
+def every_execution_replays(request: pytest.FixtureRequest):
+    """After each database test, every execution it produced must pass `--verify` and
+    match its projections: the suite checks determinism on everything it runs."""
+    yield
+    uses_db = request.node.get_closest_marker("django_db") is not None or bool(
+        {"db", "transactional_db"} & set(request.fixturenames)
+    )
+    if not uses_db or request.node.get_closest_marker("tampered"):
+        return
+    from executions.models import Execution
+    from tests.integration.engine import assert_replayable
+
+    for execution in Execution.objects.all():
+        assert_replayable(execution)

@@ -115,6 +115,7 @@ def test_replay_endpoint_pins_version_and_input(api) -> None:
     assert bad.status_code == 404
 
 
+@pytest.mark.tampered
 def test_replay_execution_command_verifies_and_catches_an_altered_log(capsys) -> None:
     execution = start(APPROVAL)
     from executions.services.control import signal_send

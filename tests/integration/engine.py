@@ -45,7 +45,8 @@ def assert_replayable(execution: Execution) -> None:
         execution_id=str(execution.pk),
     )
     assert divergence is None, str(divergence)
-    assert differences(execution, store.state_at(execution.pk)) == []
+    drift = differences(execution, store.state_at(execution.pk))
+    assert drift == [], f"projection differs from the log: {drift}"
 
 
 @dataclass
