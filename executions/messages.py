@@ -44,6 +44,18 @@ def publish_advance(execution_id: str) -> None:
     _safely(lambda: advance_execution.apply_async(args=[execution_id]), f"advance {execution_id}")
 
 
+def publish_parent_notify(child_id: str) -> None:
+    from executions.tasks import notify_parent
+
+    _safely(lambda: notify_parent.apply_async(args=[child_id]), f"notify parent of {child_id}")
+
+
+def publish_cancel(execution_id: str) -> None:
+    from executions.tasks import cancel_execution
+
+    _safely(lambda: cancel_execution.apply_async(args=[execution_id]), f"cancel {execution_id}")
+
+
 class Outbox:
     """Messages decided inside a transaction, sent once it commits (never before)."""
 

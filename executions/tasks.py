@@ -22,3 +22,20 @@ def fire_timer(timer_id: int) -> None:
 @shared_task(ignore_result=True)
 def sweep() -> dict[str, int]:
     return vars(run_sweep())
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def notify_parent(child_id: str) -> None:
+    from executions.services.children import parent_notify
+
+    parent_notify(child_id=child_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def cancel_execution(execution_id: str) -> None:
+    from executions.services.control import NotAllowed, execution_cancel
+
+    try:
+        execution_cancel(execution_id=execution_id, by="parent cancelled")
+    except NotAllowed:
+        pass  # it ended on its own first

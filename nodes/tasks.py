@@ -79,6 +79,15 @@ def run_task(attempt_id: int) -> None:
         _heartbeat=keeper.renew,
         _is_cancelled=keeper.lost.is_set,
     )
+    if claimed.node.type == "workflow":
+        from executions.services.children import child_start
+
+        try:
+            child_start(claimed=claimed, worker_id=worker)
+        finally:
+            keeper.done.set()
+            keeper.join(timeout=5)
+        return
     try:
         output = execute(claimed, ctx)
     except NodeCancelled:

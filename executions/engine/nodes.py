@@ -12,8 +12,9 @@ from workflows.dsl import Node
 from workflows.dsl.templates import TemplateError, render, search
 
 #: Types whose attempts run on a worker; the others are handled by the orchestrator.
-WORKER_TYPES = frozenset({"function", "http"})
-SUPPORTED_TYPES = frozenset({"function", "http", "delay", "approval"})
+#: (A workflow node's worker starts the child execution; its result comes when the child ends.)
+WORKER_TYPES = frozenset({"function", "http", "workflow"})
+SUPPORTED_TYPES = frozenset({"function", "http", "delay", "approval", "workflow"})
 
 
 def start_node(

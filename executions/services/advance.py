@@ -14,8 +14,13 @@ from executions.engine.decide import decide
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.nodes import WORKER_TYPES
 from executions.engine.state import ExecutionState
+from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.projections import project
+
+_ENDINGS = frozenset(
+    {EventType.WORKFLOW_COMPLETED, EventType.WORKFLOW_FAILED, EventType.WORKFLOW_CANCELLED}
+)
 
 
 def execution_advance(*, execution_id: object) -> int:
@@ -85,6 +90,9 @@ def _apply_effect(
         Timer.objects.filter(
             execution=execution, node_id=decision.node_id, fired_at__isnull=True
         ).update(fired_at=now)
+        _cancel_children(execution, decision.node_id or "", outbox)
+    elif kind in _ENDINGS and execution.parent_execution_id is not None:
+        outbox.add(lambda: messages.publish_parent_notify(str(execution.pk)))
 
 
 def _start_timer(
@@ -100,3 +108,13 @@ def _start_timer(
     )
     delay = (due - timezone.now()).total_seconds()
     outbox.add(lambda: messages.publish_timer(timer.pk, delay))
+
+
+def _cancel_children(execution: Execution, node_id: str, outbox: messages.Outbox) -> None:
+    """A cancelled `workflow` node cancels its running child (see services/children.py)."""
+    prefix = f"child:{execution.pk}:{node_id}:"
+    running = Execution.objects.filter(idempotency_key__startswith=prefix).exclude(
+        status__in=EXECUTION_TERMINAL
+    )
+    for child_id in running.values_list("pk", flat=True):
+        outbox.add(lambda child_id=child_id: messages.publish_cancel(str(child_id)))

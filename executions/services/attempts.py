@@ -46,7 +46,13 @@ def lease_seconds_for(node: Node) -> float:
 
 def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
     with transaction.atomic():
-        row = Attempt.objects.filter(pk=attempt_id).values("execution_id", "node_id").first()
+        # Only a scheduled attempt can be claimed: a duplicate or republished message for
+        # a claimed one is dropped here, without queueing on the execution's lock.
+        row = (
+            Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED)
+            .values("execution_id", "node_id")
+            .first()
+        )
         if row is None:
             return None
         execution = store.lock_execution(row["execution_id"])
@@ -90,6 +96,16 @@ def attempt_renew(*, attempt_id: int, worker_id: str, lease_seconds: float) -> b
         Attempt.objects.filter(
             pk=attempt_id, status=AttemptStatus.RUNNING, worker_id=worker_id
         ).update(lease_expires_at=now + timedelta(seconds=lease_seconds))
+    )
+
+
+def attempt_park(*, attempt_id: int, worker_id: str) -> bool:
+    """Drop the lease of an attempt that waits on something with its own liveness (a child
+    execution). The sweeper times it out only by timeout_seconds from then on."""
+    return bool(
+        Attempt.objects.filter(
+            pk=attempt_id, status=AttemptStatus.RUNNING, worker_id=worker_id
+        ).update(lease_expires_at=None)
     )
 
 

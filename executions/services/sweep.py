@@ -18,6 +18,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services.advance import execution_advance
 from executions.services.attempts import attempt_time_out
+from executions.services.children import children_pending_notice, parent_notify
 from executions.services.timers import timer_fire
 
 BATCH = 500
@@ -29,6 +30,7 @@ class SweepReport:
     timers_fired: int = 0
     republished: int = 0
     advanced: int = 0
+    notified: int = 0
 
 
 def sweep() -> SweepReport:
@@ -44,6 +46,8 @@ def sweep() -> SweepReport:
     for timer_id in due.values_list("pk", flat=True)[:BATCH]:
         report.timers_fired += timer_fire(timer_id=timer_id)
     report.republished = _republish_lost(now)
+    for child_id in children_pending_notice():
+        report.notified += parent_notify(child_id=child_id)
     report.advanced = _advance_undecided()
     return report
 
