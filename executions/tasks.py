@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from celery import shared_task
 
 from executions.services.advance import execution_advance
@@ -35,7 +37,5 @@ def notify_parent(child_id: str) -> None:
 def cancel_execution(execution_id: str) -> None:
     from executions.services.control import NotAllowed, execution_cancel
 
-    try:
+    with contextlib.suppress(NotAllowed):  # it ended on its own first
         execution_cancel(execution_id=execution_id, by="parent cancelled")
-    except NotAllowed:
-        pass  # it ended on its own first
