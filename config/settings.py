@@ -117,12 +117,17 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Workflow engine API",
     "DESCRIPTION": "Versioned DAG workflows on Celery; the event log is the source of truth.",
     "VERSION": "0.1.0",
+    # Every route is served with and without a trailing slash; document it once.
+    "PREPROCESSING_HOOKS": ["config.openapi.drop_trailing_slash_duplicates"],
 }
 
 # --- Celery -----------------------------------------------------------------
 _BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL.startswith("filesystem://"):
+# "workflowfs" is kombu's filesystem transport with atomic writes (config/broker.py).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "workflowfs://")
+if CELERY_BROKER_URL.startswith(("filesystem://", "workflowfs://")):
+    import config.broker  # noqa: F401  (registers the transport alias)
+
     for sub in ("queue", "processed", "control"):
         (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

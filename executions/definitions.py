@@ -19,3 +19,7 @@ def _parsed(version_id: int) -> Definition:
 
 def definition_for(version_id: int) -> Definition:
     return _parsed(version_id)
+
+
+def clear_cache() -> None:
+    _parsed.cache_clear()

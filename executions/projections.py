@@ -37,31 +37,46 @@ def create_tasks(execution: Execution, definition: Definition) -> None:
     )
 
 
-def project(execution: Execution, state: ExecutionState, node_ids: Iterable[str]) -> None:
+def project(
+    execution: Execution,
+    state: ExecutionState,
+    node_ids: Iterable[str],
+    definition: Definition | None = None,
+) -> None:
     """Write the folded state of `node_ids` and of the execution. Call inside the lock."""
     for name, value in execution_fields(state).items():
         setattr(execution, name, value)
-    execution.save(update_fields=[*EXECUTION_FIELDS, *BOOKKEEPING_FIELDS])
+    fields = [*EXECUTION_FIELDS, *BOOKKEEPING_FIELDS]
+    if not execution.__dict__.pop("_snapshot_dirty", False):
+        # Unchanged since it was loaded: rewriting it cost O(nodes) JSON on every save.
+        fields.remove("snapshot")
+    execution.save(update_fields=fields)
     for node_id in sorted(set(node_ids)):
         node = state.nodes.get(node_id)
-        if node is not None:
-            Task.objects.filter(execution=execution, node_id=node_id).update(**task_fields(node))
+        if node is None:
+            continue
+        fields = task_fields(node)
+        updated = Task.objects.filter(execution=execution, node_id=node_id).update(**fields)
+        if not updated and definition is not None:
+            # A map's item tasks get their rows when they first appear.
+            kind = definition.node_for(node_id).type
+            Task.objects.create(execution=execution, node_id=node_id, type=kind, **fields)
 
 
 def rebuild(execution: Execution, state: ExecutionState, definition: Definition) -> None:
     """Rewrite every projection of one execution from its folded log."""
-    Task.objects.filter(execution=execution).exclude(
-        node_id__in=[n.id for n in definition.nodes]
-    ).delete()
+    wanted = [n.id for n in definition.nodes]
+    wanted += [node_id for node_id in state.nodes if node_id not in definition.by_id]
+    Task.objects.filter(execution=execution).exclude(node_id__in=wanted).delete()
     existing = set(Task.objects.filter(execution=execution).values_list("node_id", flat=True))
     Task.objects.bulk_create(
-        Task(execution=execution, node_id=n.id, type=n.type)
-        for n in definition.nodes
-        if n.id not in existing
+        Task(execution=execution, node_id=node_id, type=definition.node_for(node_id).type)
+        for node_id in wanted
+        if node_id not in existing
     )
-    for node in definition.nodes:
-        fields = task_fields(state.nodes.get(node.id) or NodeState(node.id))
-        Task.objects.filter(execution=execution, node_id=node.id).update(**fields)
+    for node_id in wanted:
+        fields = task_fields(state.nodes.get(node_id) or NodeState(node_id))
+        Task.objects.filter(execution=execution, node_id=node_id).update(**fields)
     project(execution, state, ())
 
 

@@ -41,3 +41,13 @@ def every_execution_replays(request: pytest.FixtureRequest):
 
     for execution in Execution.objects.all():
         assert_replayable(execution)
+
+
+@pytest.fixture(autouse=True)
+def fresh_definition_cache():
+    """Parsed definitions are cached by version id. A rolled-back test can hand its id to
+    the next test's version (SQLite reuses rolled-back ids), so start each test afresh."""
+    from executions.definitions import clear_cache
+
+    clear_cache()
+    yield

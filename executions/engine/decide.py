@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from executions.engine import maps
 from executions.engine.context import template_context
 from executions.engine.events import Decision, EventType
 from executions.engine.fold import apply_event
@@ -26,14 +27,27 @@ class DecideLoopError(RuntimeError):
     """decide did not reach a fixpoint: a bug in the core, never a user error."""
 
 
+#: Events decide never emits: their fold handlers mutate node state in place
+#: (started_attempts) or touch nodes other than event.node_id, so a fork cannot take them.
+_NOT_DECIDED = frozenset({EventType.TASK_STARTED, EventType.RETRY_REQUESTED})
+
+
 def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
-    working = state.copy()
+    # Copy-on-write: a deep copy of the whole state cost O(nodes + history) per call
+    # (started_attempts grows with every attempt); a fork copies only what it folds into.
+    working = state.fork()
+    owned: set[str] = set()
     decisions: list[Decision] = []
-    for _ in range(4 * len(definition.nodes) + 8):
+    for _ in range(4 * len(definition.nodes) + 16):
         step = list(_step(definition, working))
         if not step:
             return decisions
         for decision in step:
+            if decision.type in _NOT_DECIDED:
+                raise DecideLoopError(f"decide may not emit {decision.type}")
+            if decision.node_id and decision.node_id not in owned:
+                working.own(decision.node_id)
+                owned.add(decision.node_id)
             apply_event(working, decision.as_event(working.last_seq + 1, working.now))
         decisions.extend(step)
     raise DecideLoopError(f"no fixpoint after {len(decisions)} decisions")
@@ -52,7 +66,7 @@ def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
 
 def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
     cancelled = False
-    for node in definition.nodes:
+    for node in maps.all_nodes(definition, state):
         current = state.node(node.id)
         if current.status in (TaskStatus.PENDING, TaskStatus.FAILED, *_ACTIVE):
             if current.status == TaskStatus.FAILED and failed_for_good(node, current):
@@ -70,7 +84,7 @@ _ACTIVE = (TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING, TaskSt
 
 
 def _retries(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
-    for node in definition.nodes:
+    for node in maps.all_nodes(definition, state):
         current = state.node(node.id)
         if current.status != TaskStatus.FAILED:
             continue
@@ -100,7 +114,7 @@ def _retries(definition: Definition, state: ExecutionState) -> Iterator[Decision
 
 def _wakeups(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
     """Retry timers that fired, delay timers that fired, approvals that were answered."""
-    for node in definition.nodes:
+    for node in maps.all_nodes(definition, state):
         current = state.node(node.id)
         if current.status == TaskStatus.RETRYING and current.retry_due:
             data = {"input": current.input, "type": node.type, "retry": True}
@@ -141,6 +155,9 @@ def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
         # every node started in this step.
         context = context or template_context(state)
         yield from start_node(node, current.attempt + 1, context, state.now)
+    if any(node.type == "map" for node in definition.nodes):
+        context = context or template_context(state)
+        yield from maps.progress(definition, state, context, state.now)
     if not any(_busy(definition, state)):
         yield _finish(definition, state, failing)
 

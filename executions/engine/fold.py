@@ -54,10 +54,14 @@ def _task_scheduled(state: ExecutionState, event: Event) -> None:
     node.retry_due = False
     node.next_retry_at = None
     node.error = None
-    waits = event.data.get("type") == "approval"
-    node.status = TaskStatus.WAITING if waits else TaskStatus.SCHEDULED
-    if waits and node.started_at is None:
+    kind = event.data.get("type")
+    # An approval waits for a signal; a map runs in the orchestrator while its items do.
+    node.status = _SCHEDULED_AS.get(kind, TaskStatus.SCHEDULED)
+    if kind in _SCHEDULED_AS and node.started_at is None:
         node.started_at = event.timestamp
+
+
+_SCHEDULED_AS = {"approval": TaskStatus.WAITING, "map": TaskStatus.RUNNING}
 
 
 def _task_started(state: ExecutionState, event: Event) -> None:

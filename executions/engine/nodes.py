@@ -14,7 +14,7 @@ from workflows.dsl.templates import TemplateError, render, search
 #: Types whose attempts run on a worker; the others are handled by the orchestrator.
 #: (A workflow node's worker starts the child execution; its result comes when the child ends.)
 WORKER_TYPES = frozenset({"function", "http", "workflow"})
-SUPPORTED_TYPES = frozenset({"function", "http", "delay", "approval", "workflow"})
+SUPPORTED_TYPES = frozenset({"function", "http", "delay", "approval", "workflow", "map"})
 
 
 def start_node(
@@ -28,6 +28,9 @@ def start_node(
             raise _Unsupported(node.type)
         if node.type == "delay":
             yield _start_timer(node, attempt, context, now)
+            return
+        if node.type == "map":
+            yield _start_map(node, attempt, context)
             return
         payload = node.request if node.type == "http" else node.input
         data = {"input": render(payload, context), "type": node.type}
@@ -57,3 +60,11 @@ def _start_timer(
         due = plus_seconds(now, seconds)
         data = {"input": {"seconds": seconds, "due_at": due.isoformat()}}
     return Decision(EventType.TIMER_STARTED, node.id, attempt, data)
+
+
+def _start_map(node: Node, attempt: int, context: dict[str, Any]) -> Decision:
+    items = search(node.items or "", context)
+    if not isinstance(items, list):
+        raise TypeError(f"items '{node.items}' gave {type(items).__name__}, not a list")
+    data = {"input": {"items": items}, "type": "map"}
+    return Decision(EventType.TASK_SCHEDULED, node.id, attempt, data)

@@ -71,6 +71,25 @@ class ExecutionState:
     def copy(self) -> ExecutionState:
         return copy.deepcopy(self)
 
+    def fork(self) -> ExecutionState:
+        """A copy-on-write working copy: O(nodes) pointer copies, no deep copy.
+
+        Node states are shared with `self` until `own(node_id)` gives the fork its own
+        copy, which the caller must do before folding an event about that node into it.
+        A node copy is shallow: fold handlers rebind fields (input, output, error, ...)
+        and never mutate them in place, except `started_attempts` (task_started), which a
+        fork must therefore never be given.
+        """
+        forked = copy.copy(self)
+        forked.nodes = dict(self.nodes)
+        return forked
+
+    def own(self, node_id: str) -> NodeState:
+        """In a fork: the node's state, copied from the shared one if not yet copied."""
+        node = copy.copy(self.node(node_id))
+        self.nodes[node_id] = node
+        return node
+
     def to_dict(self) -> dict[str, Any]:
         return _encode(asdict(self))
 

@@ -56,7 +56,7 @@ def advance_locked(
         _apply_effect(execution, decision, now, outbox)
     execution.decided_seq = execution.last_seq
     store.maybe_snapshot(execution, state)
-    project(execution, state, {*touched, *store.touched_nodes(decisions)})
+    project(execution, state, {*touched, *store.touched_nodes(decisions)}, definition)
     return len(decisions)
 
 

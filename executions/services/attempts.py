@@ -56,7 +56,7 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         if row is None:
             return None
         execution = store.lock_execution(row["execution_id"])
-        node = definition_for(execution.version_id).by_id[row["node_id"]]
+        node = definition_for(execution.version_id).node_for(row["node_id"])
         now = timezone.now()
         lease = lease_seconds_for(node)
         deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None

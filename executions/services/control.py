@@ -11,6 +11,7 @@ from django.utils import timezone
 from executions import store
 from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType, Source
+from executions.engine.maps import item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Timer, TimerKind
 from executions.services.advance import record_and_advance
@@ -52,9 +53,10 @@ def signal_send(
     """Answer a waiting approval node: decision is "approve" or "reject"."""
     with transaction.atomic():
         execution = store.lock_execution(execution_id)
-        node = definition_for(execution.version_id).by_id.get(node_id)
-        if node is None:
-            raise UnknownNode(f"no node '{node_id}' in this execution's definition")
+        try:
+            node = definition_for(execution.version_id).node_for(node_id)
+        except KeyError:
+            raise UnknownNode(f"no node '{node_id}' in this execution's definition") from None
         if node.type != "approval":
             raise NotAllowed(f"node '{node_id}' is a {node.type} node, not an approval")
         state = store.load_state(execution)
@@ -99,6 +101,13 @@ def execution_retry(*, execution_id: object, node_id: str | None = None, by: str
             ]
         reset = set().union(*(definition.downstream_of(t) for t in targets)) if targets else set()
         nodes = [n.id for n in definition.nodes if n.id in reset]
+        # A map runs all its items again: their old results belong to the old run.
+        nodes += [
+            item
+            for n in definition.nodes
+            if n.id in reset and n.type == "map"
+            for item in item_ids(state, n)
+        ]
         if not nodes:
             raise NotAllowed("no failed or cancelled node to retry")
         request = Decision(

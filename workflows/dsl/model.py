@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
@@ -97,6 +97,21 @@ class Definition:
     @cached_property
     def sinks(self) -> tuple[str, ...]:
         return tuple(node_id for node_id, kids in self.children.items() if not kids)
+
+    def node_for(self, node_id: str) -> Node:
+        """A node by id, including a map's item tasks `<map id>[<index>]`.
+
+        An item task is the map's `node` body under its own id, with no dependencies.
+        """
+        found = self.by_id.get(node_id)
+        if found is not None:
+            return found
+        map_id, bracket, rest = node_id.partition("[")
+        parent = self.by_id.get(map_id)
+        if not bracket or parent is None or parent.node is None or not rest.endswith("]"):
+            raise KeyError(node_id)
+        body = parent.node
+        return Node(id=node_id, **{f.name: getattr(body, f.name) for f in fields(NodeBody)})
 
     def downstream_of(self, node_id: str) -> frozenset[str]:
         """Every node reachable from node_id, node_id included."""

@@ -62,7 +62,8 @@ class Run:
     def pending_work(self) -> list[tuple[str, str]]:
         work = []
         for node_id, node in self.state.nodes.items():
-            if node.status in ACTIVE:
+            # A map node runs in the orchestrator; only its item tasks are work for "workers".
+            if node.status in ACTIVE and self.definition.node_for(node_id).type != "map":
                 work.append((node.status, node_id))
         return sorted(work)
 
@@ -82,7 +83,7 @@ class Run:
                 EventType.TIMER_FIRED, node_id, node.attempt + 1, {"kind": "retry"}, Source.TIMER
             )
         elif status == TaskStatus.WAITING:
-            if self.definition.by_id[node_id].type == "approval":
+            if self.definition.node_for(node_id).type == "approval":
                 self.append(
                     EventType.SIGNAL_RECEIVED,
                     node_id,

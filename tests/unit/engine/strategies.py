@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from workflows.dsl import Definition, Node, RetryPolicy
+from workflows.dsl import Definition, Node, NodeBody, RetryPolicy
 
+ITEM_BODY = NodeBody(
+    type="function",
+    function="std.echo",
+    input={"i": "{{ index }}"},
+    retry_policy=RetryPolicy(max_attempts=2),
+)
 OUTCOMES = st.sampled_from(["ok", "ok", "ok", "fail", "fatal"])
 
 
@@ -21,7 +27,9 @@ def dags(draw: st.DrawFn, max_nodes: int = 10) -> tuple[Definition, dict[str, li
             if index
             else st.just(set())
         )
-        kind = draw(st.sampled_from(["function", "function", "function", "delay", "approval"]))
+        kind = draw(
+            st.sampled_from(["function", "function", "function", "delay", "approval", "map"])
+        )
         when = draw(st.sampled_from([None, None, "input.flag", "`true`"]))
         nodes.append(
             Node(
@@ -29,6 +37,9 @@ def dags(draw: st.DrawFn, max_nodes: int = 10) -> tuple[Definition, dict[str, li
                 type=kind,
                 function="std.echo" if kind == "function" else None,
                 seconds=1.0 if kind == "delay" else None,
+                items="input.items" if kind == "map" else None,
+                node=ITEM_BODY if kind == "map" else None,
+                max_parallel=draw(st.integers(1, 3)) if kind == "map" else None,
                 depends_on=tuple(sorted(parents)),
                 trigger_rule=draw(st.sampled_from(["all_success", "none_failed", "all_done"])),
                 when=when,

@@ -29,7 +29,7 @@ runs = st.tuples(dags(), st.integers(0, 2**32), st.booleans())
 def play(case) -> Run:
     (definition, plan), seed, flag = case
     run = Run(definition, plan=plan, seed=seed)
-    run.run_to_end({"flag": flag})
+    run.run_to_end({"flag": flag, "items": [10, 20, 30, 40][: seed % 5]})
     return run
 
 
@@ -49,7 +49,7 @@ def test_nodes_start_only_after_their_parents_settle(case) -> None:
     settled_at: dict[str, int] = {}
     for event in run.log:
         if event.type in STARTING and event.attempt == 1:
-            node = run.definition.by_id[event.node_id]
+            node = run.definition.node_for(event.node_id)
             for parent in node.depends_on:
                 assert parent in settled_at, f"{event.node_id} started before {parent} settled"
         if event.type in SETTLING:
