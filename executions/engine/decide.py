@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from executions.engine import maps
+from executions.engine import compensation, maps
 from executions.engine.context import template_context
 from executions.engine.events import Decision, EventType
 from executions.engine.fold import apply_event
@@ -159,6 +159,12 @@ def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
         context = context or template_context(state)
         yield from maps.progress(definition, state, context, state.now)
     if not any(_busy(definition, state)):
+        if failing:
+            context = context or template_context(state)
+            undo, settled = compensation.next_step(definition, state, context, state.now)
+            if not settled:
+                yield from undo
+                return
         yield _finish(definition, state, failing)
 
 
@@ -176,6 +182,9 @@ def _finish(definition: Definition, state: ExecutionState, failing: bool) -> Dec
         failed = [n.id for n in definition.nodes if failed_for_good(n, state.node(n.id))]
         first = state.node(failed[0])
         error = {"message": f"node '{failed[0]}' failed", "nodes": failed, "cause": first.error}
+        undone = compensation.summary(definition, state)
+        if undone:
+            error["compensations"] = undone
         return Decision(EventType.WORKFLOW_FAILED, data={"error": error})
     context = template_context(state)
     try:

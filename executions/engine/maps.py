@@ -17,6 +17,7 @@ from executions.engine.rules import failed_for_good, is_settled
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import TASK_ACTIVE, TaskStatus
 from workflows.dsl import Definition, Node
+from workflows.dsl.model import COMPENSATION_SUFFIX
 
 
 def item_id(map_id: str, index: int) -> str:
@@ -29,12 +30,15 @@ def item_ids(state: ExecutionState, node: Node) -> list[str]:
 
 
 def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
-    """The definition's nodes, and the item tasks of every map node that has started."""
+    """The definition's nodes, the item tasks of every started map node, and every started
+    compensation task."""
     for node in definition.nodes:
         yield node
         if node.type == "map" and state.node(node.id).status != TaskStatus.PENDING:
             for child in item_ids(state, node):
                 yield definition.node_for(child)
+        if node.compensation is not None and f"{node.id}{COMPENSATION_SUFFIX}" in state.nodes:
+            yield definition.node_for(f"{node.id}{COMPENSATION_SUFFIX}")
 
 
 def progress(

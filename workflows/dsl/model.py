@@ -5,6 +5,8 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+#: A compensation runs as the task `<node id>.compensation` ("." never appears in an id).
+COMPENSATION_SUFFIX = ".compensation"
 NODE_TYPES = ("function", "http", "delay", "approval", "workflow", "map")
 TRIGGER_RULES = ("all_success", "none_failed", "all_done")
 
@@ -106,12 +108,16 @@ class Definition:
         found = self.by_id.get(node_id)
         if found is not None:
             return found
+        if node_id.endswith(COMPENSATION_SUFFIX):
+            owner = self.by_id.get(node_id.removesuffix(COMPENSATION_SUFFIX))
+            if owner is None or owner.compensation is None:
+                raise KeyError(node_id)
+            return _as_node(owner.compensation, node_id)
         map_id, bracket, rest = node_id.partition("[")
         parent = self.by_id.get(map_id)
         if not bracket or parent is None or parent.node is None or not rest.endswith("]"):
             raise KeyError(node_id)
-        body = parent.node
-        return Node(id=node_id, **{f.name: getattr(body, f.name) for f in fields(NodeBody)})
+        return _as_node(parent.node, node_id)
 
     def downstream_of(self, node_id: str) -> frozenset[str]:
         """Every node reachable from node_id, node_id included."""
@@ -123,3 +129,7 @@ class Definition:
                 seen.add(current)
                 stack.extend(self.children[current])
         return frozenset(seen)
+
+
+def _as_node(body: NodeBody, node_id: str) -> Node:
+    return Node(id=node_id, **{f.name: getattr(body, f.name) for f in fields(NodeBody)})

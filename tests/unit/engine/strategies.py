@@ -12,6 +12,7 @@ ITEM_BODY = NodeBody(
     input={"i": "{{ index }}"},
     retry_policy=RetryPolicy(max_attempts=2),
 )
+UNDO = NodeBody(type="function", function="std.echo", input={"undo": "yes"})
 OUTCOMES = st.sampled_from(["ok", "ok", "ok", "fail", "fatal"])
 
 
@@ -40,6 +41,7 @@ def dags(draw: st.DrawFn, max_nodes: int = 10) -> tuple[Definition, dict[str, li
                 items="input.items" if kind == "map" else None,
                 node=ITEM_BODY if kind == "map" else None,
                 max_parallel=draw(st.integers(1, 3)) if kind == "map" else None,
+                compensation=UNDO if kind == "function" and draw(st.booleans()) else None,
                 depends_on=tuple(sorted(parents)),
                 trigger_rule=draw(st.sampled_from(["all_success", "none_failed", "all_done"])),
                 when=when,

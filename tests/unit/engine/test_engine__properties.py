@@ -100,3 +100,23 @@ def test_outcome_matches_the_plan(case) -> None:
         assert TaskStatus.FAILED in statuses.values()
     for node in run.definition.nodes:
         assert run.state.node(node.id).attempt <= node.retry_policy.max_attempts
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs)
+def test_a_failed_execution_undoes_succeeded_nodes_latest_first(case) -> None:
+    run = play(case)
+    undo = [
+        n.id
+        for n in run.definition.nodes
+        if n.compensation is not None and run.state.node(n.id).status == TaskStatus.SUCCEEDED
+    ]
+    scheduled = [e.node_id for e in run.log if e.type == EventType.COMPENSATION_SCHEDULED]
+    if run.state.status != ExecutionStatus.FAILED:
+        assert scheduled == []
+        return
+    assert sorted(scheduled) == sorted(undo)
+    completed = {e.node_id: e.seq for e in run.log if e.type == EventType.TASK_COMPLETED}
+    assert scheduled == sorted(scheduled, key=lambda node_id: -completed[node_id])
+    for node_id in undo:
+        assert run.state.node(f"{node_id}.compensation").status == TaskStatus.SUCCEEDED
