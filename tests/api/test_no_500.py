@@ -1,0 +1,99 @@
+"""No input ever yields a 500: random JSON bodies and query strings at every write endpoint."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.factories import make_version, start
+
+pytestmark = pytest.mark.django_db
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+# Bodies that look like the real thing, with wrong values in the right places.
+shaped = st.fixed_dictionaries(
+    {},
+    optional={
+        "workflow": json_values | st.sampled_from(["fuzz", "1", 1]),
+        "name": json_values,
+        "definition": json_values,
+        "input": json_values,
+        "version": json_values,
+        "start_at": json_values,
+        "node_id": json_values,
+        "from_node": json_values,
+        "data": json_values,
+        "comment": json_values,
+        "cron": json_values,
+        "timezone": json_values,
+    },
+)
+bodies = json_values | shaped
+
+DEFINITION = {"nodes": [{"id": "review", "type": "approval"}]}
+
+
+@pytest.fixture
+def paths(db):
+    version = make_version(DEFINITION, name="fuzz")
+    execution = start(DEFINITION)
+    base = f"/executions/{execution.pk}"
+    return [
+        "/workflows",
+        f"/workflows/{version.workflow_id}/versions",
+        "/executions",
+        f"{base}/cancel",
+        f"{base}/retry",
+        f"{base}/replay",
+        f"{base}/tasks/review/approve",
+        f"{base}/tasks/review/reject",
+        "/schedules",
+    ]
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=bodies, which=st.integers(0, 8))
+def test_random_bodies_never_500(api, paths, body, which) -> None:
+    response = api.post(paths[which], body, format="json")
+    assert response.status_code < 500, (paths[which], body, response.content[:300])
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    value=st.text(max_size=30),
+    key=st.sampled_from(["status", "workflow", "after_seq", "at_seq", "limit", "offset"]),
+)
+def test_random_query_strings_never_500(api, paths, value, key) -> None:
+    execution_path = paths[3].rsplit("/", 1)[0]
+    for path in (
+        "/executions",
+        "/workflows",
+        f"{execution_path}/events",
+        f"{execution_path}/state",
+        f"{execution_path}/tasks",
+    ):
+        response = api.get(path, {key: value})
+        assert response.status_code < 500, (path, key, value, response.content[:300])
+
+
+def test_raw_garbage_bodies_are_4xx(api, paths) -> None:
+    for raw in (b"{", b"\xff\xfe", b"[" * 5000 + b"]" * 5000, b'{"a": NaN}', b""):
+        response = api.generic("POST", "/executions", raw, content_type="application/json")
+        assert 400 <= response.status_code < 500, (raw[:20], response.status_code)
