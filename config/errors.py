@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -79,6 +80,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # json.loads of a body nested thousands deep; the parser only catches ValueError.
         return Response(
             {"detail": "JSON parse error - nested too deeply."}, status=status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, DataError) or (isinstance(exc, ValueError) and "NUL" in str(exc)):
+        # A value the database refuses (a NUL in a query string or path, a number out of
+        # range): the client's input, so a 400, never a 500.
+        return Response(
+            {"detail": f"A value in the request cannot be stored or searched: {exc}"},
+            status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError(detail=as_serializer_error(exc))

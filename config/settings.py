@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "workflows",
     "executions",
     "nodes",
+    "schedules",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
@@ -112,6 +114,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.exception_handler",
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.StrictJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Workflow engine API",
@@ -155,6 +162,7 @@ CELERY_TASK_QUEUES = (Queue("orchestrator"), Queue("nodes"))
 CELERY_TASK_ROUTES = {
     "executions.tasks.*": {"queue": "orchestrator"},
     "nodes.tasks.*": {"queue": "nodes"},
+    "schedules.tasks.*": {"queue": "orchestrator"},
 }
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 WORKFLOW_SWEEP_INTERVAL = float(os.environ.get("WORKFLOW_SWEEP_INTERVAL", "1.0"))
@@ -178,6 +186,8 @@ WORKFLOW_SECRETS = {
     for key, value in os.environ.items()
     if key.startswith("WORKFLOW_SECRET_")
 }
+# GET /metrics without a token, for a Prometheus that cannot send one.
+WORKFLOW_METRICS_PUBLIC = _flag("WORKFLOW_METRICS_PUBLIC")
 WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.demo")
 
 LOGGING = {

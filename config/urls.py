@@ -10,4 +10,6 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema")),
     path("", include("workflows.urls")),
     path("", include("executions.urls")),
+    path("", include("schedules.urls")),
+    path("", include("monitoring.urls")),
 ]

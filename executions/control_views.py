@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
@@ -116,7 +117,8 @@ class SignalView(_ControlView):
 
 class StateView(_ControlView):
     @extend_schema(
-        parameters=[OpenApiParameter("at_seq", int, description="Fold this many events.")]
+        parameters=[OpenApiParameter("at_seq", int, description="Fold this many events.")],
+        responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request, execution_id) -> Response:
         execution = self.execution(execution_id)

@@ -94,6 +94,17 @@ def test_random_query_strings_never_500(api, paths, value, key) -> None:
 
 
 def test_raw_garbage_bodies_are_4xx(api, paths) -> None:
-    for raw in (b"{", b"\xff\xfe", b"[" * 5000 + b"]" * 5000, b'{"a": NaN}', b""):
+    nul = b'{"workflow": "fuzz", "input": {"a": "x\\u0000y"}}'
+    for raw in (b"{", b"\xff\xfe", b"[" * 5000 + b"]" * 5000, b'{"a": NaN}', b"", nul):
         response = api.generic("POST", "/executions", raw, content_type="application/json")
         assert 400 <= response.status_code < 500, (raw[:20], response.status_code)
+
+
+def test_nul_characters_are_400_on_every_backend(api, paths) -> None:
+    # SQLite can search for it (finding nothing); PostgreSQL refuses it: never a 500.
+    assert api.get("/executions", {"workflow": "a\x00b"}).status_code in (200, 400)
+    body = {"workflow": "fuzz", "input": {"k": "a\x00b"}}
+    response = api.post("/executions", body, format="json")
+    assert response.status_code == 400 and "input.k" in response.json()["input"][0]
+    execution_path = paths[3].rsplit("/", 1)[0]
+    assert api.get(f"{execution_path}/tasks/a%00b").status_code in (400, 404)

@@ -120,9 +120,7 @@ def test_versions_are_numbered_and_listed_oldest_first(api: APIClient, slash: st
     body = response.json()
     assert set(body) == {"workflow_id", "version", "definition", "created_at"}
     assert (body["workflow_id"], body["version"], body["definition"]) == (workflow_id, 2, ONE_NODE)
-    by_name = api.post(
-        "/workflows/onboarding/versions", {"definition": DEFINITION}, format="json"
-    )
+    by_name = api.post("/workflows/onboarding/versions", {"definition": DEFINITION}, format="json")
     assert by_name.json()["version"] == 3
     listed = api.get(f"/workflows/{workflow_id}/versions{slash}").json()["results"]
     assert [v["version"] for v in listed] == [1, 2, 3]
@@ -146,9 +144,7 @@ def test_unknown_workflows_are_404(api: APIClient, path: str) -> None:
     response = api.get(path)
     assert response.status_code == 404
     assert "detail" in response.json()
-    posted = api.post(
-        "/workflows/no-such-flow/versions", {"definition": ONE_NODE}, format="json"
-    )
+    posted = api.post("/workflows/no-such-flow/versions", {"definition": ONE_NODE}, format="json")
     assert posted.status_code == 404
 
 

@@ -1,0 +1,58 @@
+"""A schedule starts executions of a workflow on a cron expression.
+
+The beat never reads this table: each Schedule owns a django-celery-beat PeriodicTask
+(and its CrontabSchedule), written in the same transaction by schedules.services, which
+is what the DatabaseScheduler fires. PROTECT on the link means the PeriodicTask cannot be
+deleted behind the schedule's back (delete the schedule instead).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.db import models
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from schedules.cron import next_fire
+
+
+class Schedule(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workflow = models.ForeignKey(
+        "workflows.WorkflowDefinition", on_delete=models.PROTECT, related_name="schedules"
+    )
+    #: A pinned version; null runs the workflow's latest version at each tick.
+    version = models.ForeignKey(
+        "workflows.WorkflowVersion",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="schedules",
+    )
+    cron = models.CharField(max_length=100)
+    timezone = models.CharField(max_length=64, default="UTC")
+    input = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    periodic_task = models.OneToOneField(
+        PeriodicTask, on_delete=models.PROTECT, related_name="workflow_schedule", editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} @ {self.cron} {self.timezone}"
+
+    @property
+    def version_number(self) -> int | None:
+        return self.version.version if self.version_id else None
+
+    @property
+    def next_run_at(self) -> datetime | None:
+        """When the beat next fires this schedule (UTC); None while it is disabled."""
+        if not self.enabled:
+            return None
+        return next_fire(self.cron, self.timezone, timezone.now())

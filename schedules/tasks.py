@@ -1,0 +1,15 @@
+"""Celery entry point the beat fires for each schedule (one PeriodicTask per schedule)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from schedules.services import schedule_run
+
+
+# acks_late + reject_on_worker_lost: a tick whose worker died is redelivered, and the
+# idempotency key makes the redelivery start nothing new if the first run got through.
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_schedule(schedule_id: str) -> str | None:
+    execution = schedule_run(schedule_id=schedule_id)
+    return str(execution.pk) if execution is not None else None

@@ -1,0 +1,80 @@
+"""Schedules API: each view validates the request shape, then makes one service or
+selector call. Services raise Django ValidationErrors keyed by field (cron, timezone,
+version), which config.errors turns into 400s."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from executions.selectors import workflow_by_ref
+from schedules import selectors
+from schedules.models import Schedule
+from schedules.serializers import (
+    ScheduleCreateSerializer,
+    ScheduleSerializer,
+    ScheduleUpdateSerializer,
+)
+from schedules.services import schedule_create, schedule_delete, schedule_set_enabled
+
+
+def _schedule(schedule_id: str) -> Schedule:
+    schedule = selectors.schedule_get(schedule_id=schedule_id)
+    if schedule is None:
+        raise NotFound(f"No schedule with id '{schedule_id}'.")
+    return schedule
+
+
+class ScheduleListCreate(generics.ListAPIView):
+    serializer_class = ScheduleSerializer
+
+    def get_queryset(self):
+        return selectors.schedule_list()
+
+    @extend_schema(request=ScheduleCreateSerializer, responses={201: ScheduleSerializer})
+    def post(self, request: Request) -> Response:
+        body = ScheduleCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        workflow = workflow_by_ref(data["workflow"])
+        if workflow is None:
+            raise ValidationError(
+                {"workflow": [f"No workflow with id or name {data['workflow']!r}."]}
+            )
+        schedule = schedule_create(
+            workflow=workflow,
+            version=data.get("version"),
+            cron=data["cron"],
+            timezone_name=data["timezone"],
+            input=data["input"],
+            enabled=data["enabled"],
+        )
+        created = _schedule(str(schedule.pk))
+        return Response(ScheduleSerializer(created).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    parameters=[OpenApiParameter("schedule_id", OpenApiTypes.UUID, OpenApiParameter.PATH)]
+)
+class ScheduleDetail(generics.GenericAPIView):
+    serializer_class = ScheduleSerializer
+
+    def get(self, request: Request, schedule_id: str) -> Response:
+        return Response(ScheduleSerializer(_schedule(schedule_id)).data)
+
+    @extend_schema(request=ScheduleUpdateSerializer, responses=ScheduleSerializer)
+    def patch(self, request: Request, schedule_id: str) -> Response:
+        schedule = _schedule(schedule_id)
+        body = ScheduleUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        schedule_set_enabled(schedule=schedule, enabled=body.validated_data["enabled"])
+        return Response(ScheduleSerializer(schedule).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, schedule_id: str) -> Response:
+        schedule_delete(schedule=_schedule(schedule_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,113 @@
+"""SQL queries per unit of engine work, pinned: a regression fails CI, not a benchmark.
+
+One node's life cycle (start, claim, result + advance) costs a fixed number of queries,
+and one advance costs the same at 10 and at 1,000 events of history.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from bench.run import RETRY_FOREVER, synth_history
+from executions.definitions import definition_for
+from executions.engine.fold import apply_event, fold
+from executions.engine.state import ExecutionState
+from executions.models import Attempt, Event, Execution
+from executions.projections import create_tasks, project
+from executions.services.advance import execution_advance
+from executions.services.attempts import attempt_claim, attempt_complete
+from executions.services.start import execution_start
+from tests.factories import make_version
+
+pytestmark = pytest.mark.django_db
+
+#: Pinned counts. Lower them when an optimisation saves a query; never raise them silently.
+START_QUERIES = 10
+CLAIM_QUERIES = 10
+COMPLETE_QUERIES = 12
+ADVANCE_QUERIES = 8
+
+ONE_NODE = {"nodes": [{"id": "only", "type": "function", "function": "std.noop"}]}
+TWO_NODES = {
+    "nodes": [
+        {"id": "a", "type": "function", "function": "std.noop"},
+        {"id": "b", "type": "function", "function": "std.noop", "depends_on": ["a"]},
+    ]
+}
+
+
+def test_one_node_life_cycle(django_assert_max_num_queries) -> None:
+    version = make_version(TWO_NODES)
+    definition_for(version.pk)  # parsed definitions are cached per process
+    with django_assert_max_num_queries(START_QUERIES):
+        execution, _ = execution_start(version=version, input={})
+    attempt = Attempt.objects.get(execution=execution, node_id="a")
+    with django_assert_max_num_queries(CLAIM_QUERIES):
+        claimed = attempt_claim(attempt_id=attempt.pk, worker_id="w")
+    assert claimed is not None
+    # The result, and the advance it triggers (which schedules b), in one transaction.
+    with django_assert_max_num_queries(COMPLETE_QUERIES):
+        assert attempt_complete(attempt_id=attempt.pk, worker_id="w", output=None)
+    assert Attempt.objects.filter(execution=execution, node_id="b").exists()
+
+
+def test_a_duplicate_claim_takes_no_lock(django_assert_max_num_queries) -> None:
+    execution, _ = execution_start(version=make_version(ONE_NODE), input={})
+    attempt = Attempt.objects.get(execution=execution)
+    assert attempt_claim(attempt_id=attempt.pk, worker_id="w") is not None
+    with django_assert_max_num_queries(3):  # savepoint, select, release
+        assert attempt_claim(attempt_id=attempt.pk, worker_id="w2") is None
+
+
+def _with_history(size: int) -> tuple[Execution, ExecutionState]:
+    """An execution whose log is `size` events of a node failing and retrying."""
+    version = make_version(RETRY_FOREVER)
+    definition = definition_for(version.pk)
+    execution = Execution.objects.create(workflow_id=version.workflow_id, version=version)
+    events = synth_history(definition, str(execution.pk), size)
+    state = ExecutionState(str(execution.pk))
+    for event in events:
+        apply_event(state, event)
+    snapshot_seq = size - size % 50
+    if snapshot_seq:
+        execution.snapshot = fold(events[:snapshot_seq], execution_id=str(execution.pk)).to_dict()
+    execution.snapshot_seq = snapshot_seq
+    execution.last_seq = execution.decided_seq = size
+    create_tasks(execution, definition)
+    project(execution, state, ["f"])
+    Event.objects.bulk_create(
+        Event(
+            execution=execution,
+            seq=e.seq,
+            type=e.type,
+            node_id=e.node_id,
+            attempt=e.attempt,
+            data=e.data,
+            timestamp=e.timestamp,
+            source=e.source,
+        )  # fmt: skip
+        for e in events
+    )
+    return execution, state
+
+
+def _advance_queries(size: int) -> int:
+    execution, state = _with_history(size)
+    node = state.nodes["f"]
+    Event.objects.create(
+        execution=execution, seq=size + 1, type="timer_fired", node_id="f",
+        attempt=node.attempt + 1, source="timer", timestamp=node.next_retry_at,
+        data={"kind": "retry", "due_at": node.next_retry_at.isoformat()},
+    )  # fmt: skip
+    Execution.objects.filter(pk=execution.pk).update(last_seq=size + 1)
+    with CaptureQueriesContext(connection) as captured:
+        assert execution_advance(execution_id=execution.pk) == 1  # schedules the next attempt
+    return len(captured.captured_queries)
+
+
+def test_one_advance_costs_the_same_queries_at_any_history_length() -> None:
+    short, long = _advance_queries(10), _advance_queries(1_000)
+    assert short == long, f"advance: {short} queries at 10 events, {long} at 1,000"
+    assert long <= ADVANCE_QUERIES, f"advance: {long} queries (pinned at {ADVANCE_QUERIES})"
