@@ -110,10 +110,12 @@ def append(
     *,
     source: Source,
     now: datetime | None = None,
+    insert: bool = True,
 ) -> list[Event]:
     """Append events for `decisions`, fold them into `state`, and bump execution.last_seq.
 
     The caller saves `execution` (the projection step does) before the transaction ends.
+    With insert=False the caller inserts the returned rows itself (with others, at once).
     """
     if not decisions:
         return []
@@ -135,12 +137,15 @@ def append(
             )
         )
         execution.last_seq = seq
-    Event.objects.bulk_create(rows)
+    if insert:
+        Event.objects.bulk_create(rows)
     return rows
 
 
 def maybe_snapshot(execution: Execution, state: ExecutionState) -> None:
-    if state.last_seq - execution.snapshot_seq >= SNAPSHOT_EVERY:
+    # A snapshot costs O(nodes) to write; spacing them by the node count keeps that O(1)
+    # per event, and the folded tail after one stays short next to the history it saves.
+    if state.last_seq - execution.snapshot_seq >= max(SNAPSHOT_EVERY, 2 * len(state.nodes)):
         execution.snapshot = state.to_dict()
         execution.snapshot_seq = state.last_seq
         # project() writes the (large) snapshot column only when this made a new one.

@@ -16,10 +16,10 @@ from executions.engine.fold import apply_event
 from executions.engine.nodes import start_node
 from executions.engine.retry import retry_delay, should_retry
 from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
-from executions.engine.state import ExecutionState
+from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.engine.timeutil import plus_seconds
-from workflows.dsl import Definition
+from workflows.dsl import Definition, Node
 from workflows.dsl.templates import TemplateError, render
 
 
@@ -59,8 +59,7 @@ def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
     if state.cancel_requested:
         yield from _cancel(definition, state)
         return
-    yield from _retries(definition, state)
-    yield from _wakeups(definition, state)
+    yield from _attend(definition, state)
     yield from _ready(definition, state)
 
 
@@ -83,40 +82,30 @@ def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]
 _ACTIVE = (TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING, TaskStatus.WAITING)
 
 
-def _retries(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
-    for node in maps.all_nodes(definition, state):
-        current = state.node(node.id)
-        if current.status != TaskStatus.FAILED:
-            continue
-        policy = node.retry_policy
-        if not should_retry(policy, attempt=current.tries, error=current.error):
-            continue
-        delay = retry_delay(
-            policy,
-            execution_id=state.execution_id,
-            node_id=node.id,
-            attempt=current.attempt,
-            tries=current.tries,
-            error=current.error,
-        )
-        yield Decision(
-            EventType.TASK_RETRY_SCHEDULED,
-            node.id,
-            current.attempt,
-            {
-                "delay_seconds": delay,
-                "due_at": plus_seconds(state.now, delay).isoformat(),
-                "next_attempt": current.attempt + 1,
-                "error_type": (current.error or {}).get("type"),
-            },
-        )
+#: Statuses that never need the orchestrator's attention outside _ready.
+_QUIET = frozenset(
+    {
+        TaskStatus.PENDING,
+        TaskStatus.SCHEDULED,
+        TaskStatus.RUNNING,
+        TaskStatus.SUCCEEDED,
+        TaskStatus.SKIPPED,
+        TaskStatus.CANCELLED,
+    }
+)
 
 
-def _wakeups(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
-    """Retry timers that fired, delay timers that fired, approvals that were answered."""
+def _attend(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    """One pass over started nodes: failures to retry, retry timers that fired, delay
+    timers that fired, approvals that were answered."""
+    nodes = state.nodes
     for node in maps.all_nodes(definition, state):
-        current = state.node(node.id)
-        if current.status == TaskStatus.RETRYING and current.retry_due:
+        current = nodes.get(node.id)
+        if current is None or current.status in _QUIET:
+            continue
+        if current.status == TaskStatus.FAILED:
+            yield from _retry(node, current, state)
+        elif current.status == TaskStatus.RETRYING and current.retry_due:
             data = {"input": current.input, "type": node.type, "retry": True}
             yield Decision(EventType.TASK_SCHEDULED, node.id, current.attempt + 1, data)
         elif current.status == TaskStatus.WAITING and current.timer_fired:
@@ -124,6 +113,31 @@ def _wakeups(definition: Definition, state: ExecutionState) -> Iterator[Decision
             yield Decision(EventType.TASK_COMPLETED, node.id, current.attempt, {"output": output})
         elif current.status == TaskStatus.WAITING and current.signal is not None:
             yield _answer(node.id, current.attempt, current.signal)
+
+
+def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[Decision]:
+    policy = node.retry_policy
+    if not should_retry(policy, attempt=current.tries, error=current.error):
+        return
+    delay = retry_delay(
+        policy,
+        execution_id=state.execution_id,
+        node_id=node.id,
+        attempt=current.attempt,
+        tries=current.tries,
+        error=current.error,
+    )
+    yield Decision(
+        EventType.TASK_RETRY_SCHEDULED,
+        node.id,
+        current.attempt,
+        {
+            "delay_seconds": delay,
+            "due_at": plus_seconds(state.now, delay).isoformat(),
+            "next_attempt": current.attempt + 1,
+            "error_type": (current.error or {}).get("type"),
+        },
+    )
 
 
 def _answer(node_id: str, attempt: int, signal: dict) -> Decision:
@@ -136,29 +150,35 @@ def _answer(node_id: str, attempt: int, signal: dict) -> Decision:
 
 
 def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
-    failing = any(failed_for_good(n, state.node(n.id)) for n in definition.nodes)
+    nodes = state.nodes
+    failing = None
     context = None
     for node in definition.nodes:
-        current = state.node(node.id)
-        if current.status != TaskStatus.PENDING:
+        current = nodes.get(node.id)
+        if current is not None and current.status != TaskStatus.PENDING:
             continue
         verdict = trigger_verdict(definition, state, node)
         if verdict is Verdict.WAIT:
             continue
+        attempt = current.attempt if current is not None else 0
         if verdict is Verdict.SKIP:
-            yield _skip(node.id, "upstream did not succeed", current.attempt)
+            yield _skip(node.id, "upstream did not succeed", attempt)
             continue
+        if failing is None:
+            failing = _failing(definition, state)
         if failing and node.trigger_rule != "all_done":
-            yield _skip(node.id, "execution is failing", current.attempt)
+            yield _skip(node.id, "execution is failing", attempt)
             continue
         # Templates may only read upstream nodes, which are settled: one context serves
         # every node started in this step.
         context = context or template_context(state)
-        yield from start_node(node, current.attempt + 1, context, state.now)
+        yield from start_node(node, attempt + 1, context, state.now)
     if any(node.type == "map" for node in definition.nodes):
         context = context or template_context(state)
         yield from maps.progress(definition, state, context, state.now)
-    if not any(_busy(definition, state)):
+    if not _busy(definition, state):
+        if failing is None:
+            failing = _failing(definition, state)
         if failing:
             context = context or template_context(state)
             undo, settled = compensation.next_step(definition, state, context, state.now)
@@ -172,9 +192,23 @@ def _skip(node_id: str, reason: str, attempt: int) -> Decision:
     return Decision(EventType.TASK_SKIPPED, node_id, attempt or None, {"reason": reason})
 
 
-def _busy(definition: Definition, state: ExecutionState) -> Iterator[bool]:
-    for node in definition.nodes:
-        yield not is_settled(node, state.node(node.id))
+def _failing(definition: Definition, state: ExecutionState) -> bool:
+    nodes = state.nodes
+    return any(
+        nodes[n.id].status == TaskStatus.FAILED and failed_for_good(n, nodes[n.id])
+        for n in definition.nodes
+        if n.id in nodes
+    )
+
+
+def _busy(definition: Definition, state: ExecutionState) -> bool:
+    """Some node may still produce an event. Sinks settle last, so look from the end."""
+    nodes = state.nodes
+    for node in reversed(definition.nodes):
+        current = nodes.get(node.id)
+        if current is None or not is_settled(node, current):
+            return True
+    return False
 
 
 def _finish(definition: Definition, state: ExecutionState, failing: bool) -> Decision:

@@ -31,10 +31,13 @@ def is_settled(node: Node, state: NodeState) -> bool:
 
 
 def trigger_verdict(definition: Definition, state: ExecutionState, node: Node) -> Verdict:
-    parents = [(definition.by_id[p], state.node(p)) for p in node.depends_on]
-    if not all(is_settled(parent, parent_state) for parent, parent_state in parents):
-        return Verdict.WAIT
-    statuses = [parent_state.status for _, parent_state in parents]
+    nodes, by_id = state.nodes, definition.by_id
+    statuses = []
+    for parent_id in node.depends_on:
+        parent_state = nodes.get(parent_id)
+        if parent_state is None or not is_settled(by_id[parent_id], parent_state):
+            return Verdict.WAIT  # the common case in a wide fan-in: stop at the first
+        statuses.append(parent_state.status)
     if node.trigger_rule == "all_done":
         return Verdict.RUN
     if node.trigger_rule == "none_failed":

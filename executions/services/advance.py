@@ -15,7 +15,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.nodes import WORKER_TYPES
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL
-from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
+from executions.models import Attempt, AttemptStatus, Event, Execution, Timer, TimerKind
 from executions.projections import project
 
 _ENDINGS = frozenset(
@@ -39,19 +39,28 @@ def record_and_advance(
 ) -> ExecutionState:
     """Append facts (results, timer firings, signals), then decide upon them. Inside the lock."""
     state = state or store.load_state(execution)
-    store.append(execution, state, facts, source=source)
-    advance_locked(execution, state, touched=store.touched_nodes(facts))
+    rows = store.append(execution, state, facts, source=source, insert=False)
+    advance_locked(execution, state, touched=store.touched_nodes(facts), pending=rows)
     return state
 
 
 def advance_locked(
-    execution: Execution, state: ExecutionState, *, touched: Sequence[str] | set[str]
+    execution: Execution,
+    state: ExecutionState,
+    *,
+    touched: Sequence[str] | set[str],
+    pending: Sequence[Event] = (),
 ) -> int:
+    """Decide and append. `pending`: fact rows not inserted yet, inserted with the decisions
+    in one statement."""
     definition = definition_for(execution.version_id)
     decisions = decide(definition, state)
     now = timezone.now()
-    store.append(execution, state, decisions, source=Source.ENGINE, now=now)
+    rows = store.append(execution, state, decisions, source=Source.ENGINE, now=now, insert=False)
+    if pending or rows:
+        Event.objects.bulk_create([*pending, *rows])
     outbox = messages.Outbox()
+    _schedule_attempts(execution, decisions, now, outbox)
     for decision in decisions:
         _apply_effect(execution, decision, now, outbox)
     execution.decided_seq = execution.last_seq
@@ -60,20 +69,32 @@ def advance_locked(
     return len(decisions)
 
 
+def _schedule_attempts(
+    execution: Execution, decisions: Sequence[Decision], now: datetime, outbox: messages.Outbox
+) -> None:
+    """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds)."""
+    rows = [
+        Attempt(
+            execution=execution,
+            node_id=d.node_id,
+            attempt=d.attempt,
+            scheduled_at=now,
+            published_at=now,
+        )
+        for d in decisions
+        if d.type == EventType.TASK_SCHEDULED and d.data.get("type") in WORKER_TYPES
+    ]
+    if rows:
+        Attempt.objects.bulk_create(rows, batch_size=500)
+        ids = [row.pk for row in rows]
+        outbox.add(lambda: [messages.publish_attempt(attempt_id) for attempt_id in ids])
+
+
 def _apply_effect(
     execution: Execution, decision: Decision, now: datetime, outbox: messages.Outbox
 ) -> None:
     kind = decision.type
-    if kind == EventType.TASK_SCHEDULED and decision.data.get("type") in WORKER_TYPES:
-        attempt = Attempt.objects.create(
-            execution=execution,
-            node_id=decision.node_id,
-            attempt=decision.attempt,
-            scheduled_at=now,
-            published_at=now,
-        )
-        outbox.add(lambda: messages.publish_attempt(attempt.pk))
-    elif kind == EventType.TIMER_STARTED:
+    if kind == EventType.TIMER_STARTED:
         due = datetime.fromisoformat(decision.data["input"]["due_at"])
         _start_timer(execution, decision.node_id, decision.attempt, TimerKind.DELAY, due, outbox)
     elif kind == EventType.TASK_RETRY_SCHEDULED:

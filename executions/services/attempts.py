@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from executions import store
@@ -50,7 +51,7 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         # a claimed one is dropped here, without queueing on the execution's lock.
         row = (
             Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED)
-            .values("execution_id", "node_id")
+            .values("execution_id", "node_id", "attempt")
             .first()
         )
         if row is None:
@@ -69,9 +70,8 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         )
         if not claimed:
             return None
-        attempt = Attempt.objects.get(pk=attempt_id)
         state = store.load_state(execution)
-        started = Decision(EventType.TASK_STARTED, node.id, attempt.attempt, {"worker": worker_id})
+        started = Decision(EventType.TASK_STARTED, node.id, row["attempt"], {"worker": worker_id})
         caught_up = execution.decided_seq == execution.last_seq
         store.append(execution, state, [started], source=Source.WORKER, now=now)
         if caught_up:  # task_started asks for no decision
@@ -82,7 +82,7 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
             attempt_id=attempt_id,
             execution_id=str(execution.pk),
             node=node,
-            attempt=attempt.attempt,
+            attempt=row["attempt"],
             input=state.nodes[node.id].input,
             lease_seconds=lease,
             context=template_context(state) if secret_names(template_of(node)) else None,
@@ -132,8 +132,10 @@ def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> b
 
 
 def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
-    """The sweeper's verdict on an attempt whose lease or deadline passed."""
+    """The sweeper's verdict on an attempt whose lease or deadline passed, and still has:
+    a renewal that came in since the sweeper looked wins (its worker is alive)."""
     error = {"type": "Timeout", "message": reason, "retryable": True}
+    now = timezone.now()
     return _finish(
         attempt_id,
         None,
@@ -141,6 +143,7 @@ def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
         EventType.TASK_TIMED_OUT,
         {"error": error},
         Source.SWEEPER,
+        only_if=Q(lease_expires_at__lt=now) | Q(deadline_at__lt=now),
     )
 
 
@@ -151,6 +154,7 @@ def _finish(
     event_type: EventType,
     data: dict[str, Any],
     source: Source,
+    only_if: Q | None = None,
 ) -> bool:
     """Record the attempt's one result and advance. False: refused (not this attempt's turn)."""
     try:
@@ -162,6 +166,8 @@ def _finish(
             mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING)
             if worker_id is not None:
                 mine = mine.filter(worker_id=worker_id)
+            if only_if is not None:
+                mine = mine.filter(only_if)
             if not mine.update(status=status, finished_at=timezone.now()):
                 return False
             result = Decision(event_type, row.node_id, row.attempt, data)
