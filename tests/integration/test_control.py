@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -16,6 +14,7 @@ from executions.services.control import (
     execution_retry,
 )
 from tests.factories import events, start, timeline
+from tests.servers import http_server
 
 
 def wait_for_status(execution, node_id: str, status: str, timeout: float = 30) -> None:
@@ -60,44 +59,36 @@ def test_cancel_stops_a_running_sleep_and_its_dependents_never_start(live) -> No
         execution_cancel(execution_id=done.pk)
 
 
-class Switchable(BaseHTTPRequestHandler):
-    """500 until `fixed` is set, then 200; counts requests per path."""
+class Switchable:
+    """500 until `fixed` is set, then 200; /always-ok always answers 200."""
 
-    fixed = False
-    hits: dict[str, int] = {}
+    def __init__(self) -> None:
+        self.fixed = False
 
-    def do_GET(self) -> None:  # noqa: N802
-        cls = type(self)
-        cls.hits[self.path] = cls.hits.get(self.path, 0) + 1
-        ok = cls.fixed or self.path.startswith("/always-ok")
-        body = b'{"value": 7}' if ok else b'{"error": "down"}'
-        self.send_response(200 if ok else 500)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
+    def __call__(self, request, seen):
+        ok = self.fixed or request.path.startswith("/always-ok")
+        return (200, {"value": 7}) if ok else (500, {"error": "down"})
 
 
 @pytest.fixture
-def server():
-    Switchable.fixed, Switchable.hits = False, {}
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Switchable)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+def switch():
+    return Switchable()
 
 
-def test_retry_after_the_server_is_fixed_continues_the_same_execution(live, server) -> None:
+@pytest.fixture
+def server(switch):
+    with http_server(switch) as running:
+        yield running
+
+
+def test_retry_after_the_server_is_fixed_continues_the_same_execution(live, server, switch) -> None:
     execution = start(
         {
             "nodes": [
                 {
                     "id": "fetch",
                     "type": "http",
-                    "request": {"method": "GET", "url": f"{server}/data"},
+                    "request": {"method": "GET", "url": f"{server.url}/data"},
                 },
                 {
                     "id": "use",
@@ -118,7 +109,7 @@ def test_retry_after_the_server_is_fixed_continues_the_same_execution(live, serv
         execution_retry(
             execution_id=start({"nodes": [{"id": "n", "type": "delay", "seconds": 600}]}).pk
         )
-    Switchable.fixed = True
+    switch.fixed = True
     execution_retry(execution_id=failed.pk)
     done = live.wait(failed.pk)
     assert done.pk == execution.pk and done.status == "succeeded", timeline(done)
@@ -128,7 +119,7 @@ def test_retry_after_the_server_is_fixed_continues_the_same_execution(live, serv
     assert [e.attempt for e in events(done, "task_started", "fetch")] == [1, 2, 3]
     (request,) = events(done, "retry_requested")
     assert request.data["nodes"] == ["fetch", "use"]
-    assert Switchable.hits["/data"] == 3
+    assert server.hits("/data") == 3
 
 
 def test_replay_from_a_middle_node_reuses_upstream_outputs(live, server) -> None:
@@ -138,7 +129,7 @@ def test_replay_from_a_middle_node_reuses_upstream_outputs(live, server) -> None
                 {
                     "id": "fetch",
                     "type": "http",
-                    "request": {"method": "GET", "url": f"{server}/always-ok"},
+                    "request": {"method": "GET", "url": f"{server.url}/always-ok"},
                 },
                 {
                     "id": "transform",
@@ -159,12 +150,12 @@ def test_replay_from_a_middle_node_reuses_upstream_outputs(live, server) -> None
         {"run": 1},
     )
     assert live.wait(original.pk).status == "succeeded"
-    assert Switchable.hits["/always-ok"] == 1
+    assert server.hits("/always-ok") == 1
     replay = execution_replay(execution_id=original.pk, from_node="transform")
     done = live.wait(replay.pk)
     assert done.status == "succeeded" and done.replay_of_id == original.pk
     assert done.version_id == original.version_id and done.input == {"run": 1}
-    assert Switchable.hits["/always-ok"] == 1  # upstream server not called again
+    assert server.hits("/always-ok") == 1  # upstream server not called again
     (reused,) = events(done, "task_completed", "fetch")
     assert reused.data["reused_from"] == str(original.pk)
     assert events(done, "task_scheduled", "fetch") == []
@@ -172,4 +163,4 @@ def test_replay_from_a_middle_node_reuses_upstream_outputs(live, server) -> None
     assert done.output == {"publish": {"v": 7}}
     full = execution_replay(execution_id=original.pk)
     assert live.wait(full.pk).status == "succeeded"
-    assert Switchable.hits["/always-ok"] == 2
+    assert server.hits("/always-ok") == 2

@@ -4,14 +4,13 @@ the embedded SQLite + filesystem broker)."""
 
 from __future__ import annotations
 
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from executions.models import Attempt, AttemptStatus, Task
 from executions.projections import differences
 from executions.store import state_at
 from tests.factories import events, start, timeline
+from tests.servers import http_server
 
 SIGNUP = {
     "nodes": [
@@ -87,41 +86,22 @@ def test_user_signup_dag_runs_in_order(live) -> None:
     assert_log_is_sound(done)
 
 
-class FlakyServer(BaseHTTPRequestHandler):
-    """Answers 503 to the first `failures` requests, then 200 with a JSON body."""
-
-    failures = 2
-    seen: list[dict[str, str]] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        type(self).seen.append(dict(self.headers))
-        ok = len(type(self).seen) > type(self).failures
-        body = b'{"workspace": "ws-1"}' if ok else b'{"error": "busy"}'
-        self.send_response(200 if ok else 503)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 def test_http_node_retries_503_with_growing_backoff_and_succeeds_on_attempt_3(live) -> None:
-    FlakyServer.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyServer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/workspaces"
+    def flaky(request, seen):  # 503 twice, then 200
+        return (200, {"workspace": "ws-1"}) if len(seen) > 2 else (503, {"error": "busy"})
+
+    with http_server(flaky) as server:
         execution = start(
             {
                 "nodes": [
                     {
                         "id": "workspace",
                         "type": "http",
-                        "request": {"method": "POST", "url": url, "json": {"owner": 1}},
+                        "request": {
+                            "method": "POST",
+                            "url": f"{server.url}/workspaces",
+                            "json": {"owner": 1},
+                        },
                     }
                 ],
                 "retry_policy": {
@@ -132,8 +112,6 @@ def test_http_node_retries_503_with_growing_backoff_and_succeeds_on_attempt_3(li
             }
         )
         done = live.wait(execution.pk, timeout=60)
-    finally:
-        server.shutdown()
     assert done.status == "succeeded", (done.error, timeline(done))
     task = Task.objects.get(execution=done, node_id="workspace")
     assert task.attempts == 3 and task.retry_count == 2
@@ -152,9 +130,9 @@ def test_http_node_retries_503_with_growing_backoff_and_succeeds_on_attempt_3(li
     retry1 = events(done, "task_retry_scheduled")[0]
     start2 = [e for e in events(done, "task_started") if e.attempt == 2][0]
     assert (start2.timestamp - retry1.timestamp).total_seconds() >= delays[0]
-    keys = {headers.get("Idempotency-Key") for headers in FlakyServer.seen}
+    keys = {request.headers.get("Idempotency-Key") for request in server.seen}
     assert keys == {f"{done.pk}:workspace"}
-    assert len(FlakyServer.seen) == 3
+    assert len(server.seen) == 3
     assert_log_is_sound(done)
 
 

@@ -3,39 +3,18 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from django.utils import timezone
 
 from executions.models import Event
 from tests.factories import events, start
-
-
-class Recorder(BaseHTTPRequestHandler):
-    headers_seen: list[dict[str, str]] = []
-
-    def do_GET(self) -> None:  # noqa: N802
-        type(self).headers_seen.append(dict(self.headers))
-        body = b"{}"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
+from tests.servers import http_server
 
 
 def test_secret_is_sent_but_never_written_to_an_event(live) -> None:
-    Recorder.headers_seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/me"
+    with http_server(lambda request, seen: (200, {})) as server:
         execution = start(
             {
                 "nodes": [
@@ -44,7 +23,7 @@ def test_secret_is_sent_but_never_written_to_an_event(live) -> None:
                         "type": "http",
                         "request": {
                             "method": "GET",
-                            "url": url,
+                            "url": f"{server.url}/me",
                             "headers": {
                                 "Authorization": "Bearer {{ secrets.API_TOKEN }}",
                                 "X-User": "{{ input.user }}",
@@ -56,10 +35,9 @@ def test_secret_is_sent_but_never_written_to_an_event(live) -> None:
             {"user": "{{ secrets.API_TOKEN }}"},
         )  # data must never be rendered as a template
         done = live.wait(execution.pk)
-    finally:
-        server.shutdown()
     assert done.status == "succeeded"
-    (seen,) = Recorder.headers_seen
+    (request,) = server.seen
+    seen = request.headers
     assert seen["Authorization"] == "Bearer s3cr3t-from-env"
     assert seen["X-User"] == "{{ secrets.API_TOKEN }}"
     log = json.dumps([e.data for e in Event.objects.filter(execution=done)])
