@@ -15,7 +15,15 @@ BROKER_URL = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/2")
 RESULT_URL = os.environ.get("BENCH_RESULT_URL", "redis://127.0.0.1:6379/3")
 QUEUE = "bench_raw"
 
-app = Celery("bench_raw", broker=BROKER_URL, backend=RESULT_URL, include=["bench.raw_tasks"])
+# Not the current app: in the bench runner the engine's app (config) must stay current,
+# or the engine's shared tasks would be published through this one.
+app = Celery(
+    "bench_raw",
+    broker=BROKER_URL,
+    backend=RESULT_URL,
+    include=["bench.raw_tasks"],
+    set_as_current=False,
+)
 app.conf.update(
     task_serializer="json",
     accept_content=["json"],
