@@ -6,11 +6,13 @@ import logging
 import os
 import socket
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 from executions.services.attempts import (
     Claimed,
@@ -24,6 +26,9 @@ from nodes.errors import NodeCancelled, NodeError
 from nodes.secrets import with_secrets
 
 log = logging.getLogger(__name__)
+
+#: How long a finished attempt keeps trying to record its result through a database outage.
+RECORD_RETRY_SECONDS = 60.0
 
 
 def worker_id() -> str:
@@ -40,11 +45,21 @@ class LeaseKeeper(threading.Thread):
         self.done = threading.Event()
 
     def renew(self) -> bool:
-        ok = attempt_renew(
-            attempt_id=self.claimed.attempt_id,
-            worker_id=self.worker,
-            lease_seconds=self.claimed.lease_seconds,
-        )
+        try:
+            ok = attempt_renew(
+                attempt_id=self.claimed.attempt_id,
+                worker_id=self.worker,
+                lease_seconds=self.claimed.lease_seconds,
+            )
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block:
+                raise
+            # The database is away for a moment: the lease stands or lapses on its own, and
+            # the next renewal, on a new connection, tells which. Giving up here would lose
+            # a healthy attempt to the sweeper however short the outage.
+            connection.close()
+            log.warning("lease renewal of attempt %s failed; will retry", self.claimed.attempt_id)
+            return True
         if not ok:
             self.lost.set()
         return ok
@@ -94,13 +109,29 @@ def run_task(attempt_id: int) -> None:
         return
     except NodeError as exc:
         if not keeper.lost.is_set():
-            attempt_fail(attempt_id=attempt_id, worker_id=worker, error=exc.as_dict())
+            record(attempt_fail, attempt_id=attempt_id, worker_id=worker, error=exc.as_dict())
         return
     finally:
         keeper.done.set()
         keeper.join(timeout=5)
     if not keeper.lost.is_set():
-        attempt_complete(attempt_id=attempt_id, worker_id=worker, output=output)
+        record(attempt_complete, attempt_id=attempt_id, worker_id=worker, output=output)
+
+
+def record(finish: Callable[..., bool], **kwargs: Any) -> bool:
+    """Record the attempt's result, reconnecting through a short database outage rather
+    than losing work that is done. Repeating is safe: the attempt's conditional update
+    refuses a second result, even after a commit whose acknowledgement was lost."""
+    deadline = time.monotonic() + RECORD_RETRY_SECONDS
+    while True:
+        try:
+            return finish(**kwargs)
+        except (OperationalError, InterfaceError):
+            connection.close()
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("recording attempt %s failed; will retry", kwargs.get("attempt_id"))
+            time.sleep(1.0)
 
 
 def execute(claimed: Claimed, ctx: NodeContext) -> Any:

@@ -1,0 +1,232 @@
+"""What a chaos run must prove, checked against the database, the run log of node bodies
+and the HTTP server's request counts. Each check returns problems (empty: it holds)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.db.models import Count, Max, Min
+
+from executions import store
+from executions.definitions import definition_for
+from executions.engine.events import RESULT_TYPES
+from executions.engine.verify import verify
+from executions.models import Attempt, AttemptStatus, Event, Execution, Task
+from executions.projections import differences
+from tests.chaos.workload import HEARTBEAT_SECONDS, HTTP_NODE, WORK_NODES, expected_output
+
+#: Problems listed per check before the rest are only counted.
+SHOWN = 10
+
+
+def check_all(
+    inputs: Mapping[str, int], run_log: Path, http_requests: Mapping[str, int]
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """(problems by check, figures) for the executions started (id -> input n)."""
+    attempts = {
+        (str(e), n): a
+        for e, n, a in Task.objects.values_list("execution_id", "node_id", "attempts")
+    }
+    problems = {
+        "every execution succeeded with the right output": _outcomes(inputs),
+        "no attempt has two results": _two_results(),
+        "seqs are contiguous 1..last_seq": _contiguous(),
+        "projections equal the folded log": _projections(),
+        "every decision replays (--verify)": _replays(),
+        "task_started per node <= recorded attempts": _started_within(attempts),
+        "node bodies ran <= recorded attempts, once per started attempt": _bodies(
+            run_log, attempts
+        ),
+        "HTTP requests per Idempotency-Key <= recorded attempts": _http(http_requests, attempts),
+        "no attempt left scheduled or running": _leftovers(),
+    }
+    return {k: v for k, v in problems.items()}, _figures(run_log, http_requests)
+
+
+def _outcomes(inputs: Mapping[str, int]) -> list[str]:
+    rows = {str(pk): (s, o) for pk, s, o in Execution.objects.values_list("id", "status", "output")}
+    problems = []
+    for execution_id, n in inputs.items():
+        status, output = rows.get(execution_id, ("missing", None))
+        if status != "succeeded":
+            problems.append(f"{execution_id}: {status}")
+        elif output != expected_output(n):
+            problems.append(f"{execution_id}: output {output!r} != {expected_output(n)!r}")
+    return problems
+
+
+def _two_results() -> list[str]:
+    doubled = (
+        Event.objects.filter(type__in=sorted(RESULT_TYPES))
+        .values("execution_id", "node_id", "attempt")
+        .annotate(results=Count("id"))
+        .filter(results__gt=1)
+    )
+    return [f"{r['execution_id']} {r['node_id']}#{r['attempt']}: {r['results']}" for r in doubled]
+
+
+def _contiguous() -> list[str]:
+    last = dict(Execution.objects.values_list("id", "last_seq"))
+    problems = []
+    spans = Event.objects.values("execution_id").annotate(
+        n=Count("id"), lo=Min("seq"), hi=Max("seq")
+    )
+    for span in spans:
+        expected = last.pop(span["execution_id"])
+        if not (span["n"] == span["hi"] == expected and span["lo"] == 1):
+            problems.append(f"{span['execution_id']}: {span} but last_seq {expected}")
+    problems += [f"{pk}: no events at all" for pk in last]
+    return problems
+
+
+def _projections() -> list[str]:
+    problems = []
+    for execution in Execution.objects.all():
+        drift = differences(execution, store.state_at(execution.pk))
+        if drift:
+            problems.append(f"{execution.pk}: {drift[:3]}")
+    return problems
+
+
+def _replays() -> list[str]:
+    problems = []
+    for execution in Execution.objects.all():
+        rows = [store.to_engine(r) for r in store.events_of(execution.pk)]
+        found = verify(definition_for(execution.version_id), rows, execution_id=str(execution.pk))
+        if found is not None:
+            problems.append(f"{execution.pk}: {found}")
+    return problems
+
+
+def _started() -> Counter[tuple[str, str, int]]:
+    rows = Event.objects.filter(type="task_started").values_list(
+        "execution_id", "node_id", "attempt"
+    )
+    return Counter((str(e), n, a) for e, n, a in rows)
+
+
+def _started_within(attempts: Mapping[tuple[str, str], int]) -> list[str]:
+    per_attempt = _started()
+    problems = [f"{k}: task_started {c} times" for k, c in per_attempt.items() if c > 1]
+    per_node = Counter((e, n) for e, n, _ in per_attempt.elements())
+    problems += [
+        f"{key}: {count} task_started > {attempts.get(key, 0)} attempts"
+        for key, count in per_node.items()
+        if count > attempts.get(key, 0)
+    ]
+    return problems
+
+
+def read_run_log(run_log: Path) -> Counter[tuple[str, str, int]]:
+    runs: Counter[tuple[str, str, int]] = Counter()
+    if run_log.exists():
+        for line in run_log.read_text().splitlines():
+            execution_id, node_id, attempt, _pid = line.split()
+            runs[(execution_id, node_id, int(attempt))] += 1
+    return runs
+
+
+def _bodies(run_log: Path, attempts: Mapping[tuple[str, str], int]) -> list[str]:
+    runs = read_run_log(run_log)
+    started = _started()
+    problems = [f"{k}: body ran {c} times in one attempt" for k, c in runs.items() if c > 1]
+    problems += [f"{k}: body ran without task_started" for k in runs if k not in started]
+    per_node = Counter((e, n) for e, n, _ in runs.elements())
+    problems += [
+        f"{key}: body ran {count} times > {attempts.get(key, 0)} attempts"
+        for key, count in per_node.items()
+        if count > attempts.get(key, 0)
+    ]
+    succeeded = {(e, n) for (e, n), a in attempts.items() if n in WORK_NODES and a}
+    problems += [f"{key}: no recorded run of its body" for key in succeeded - set(per_node)]
+    return problems
+
+
+def _http(requests: Mapping[str, int], attempts: Mapping[tuple[str, str], int]) -> list[str]:
+    problems = []
+    for (execution_id, node_id), tries in attempts.items():
+        if node_id != HTTP_NODE:
+            continue
+        sent = requests.get(f"{execution_id}:{node_id}", 0)
+        if not 1 <= sent <= tries:
+            problems.append(f"{execution_id}: {sent} requests for {tries} attempts")
+    return problems
+
+
+def _leftovers() -> list[str]:
+    open_ = Attempt.objects.filter(status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING])
+    return [str(a) for a in open_[:SHOWN]]
+
+
+def _figures(run_log: Path, http_requests: Mapping[str, int]) -> dict[str, Any]:
+    kinds = Counter(dict(Event.objects.values_list("type").annotate(n=Count("id"))))
+    per_node = Task.objects.filter(node_id__in=[*WORK_NODES, HTTP_NODE])
+    attempts = list(per_node.values_list("attempts", flat=True))
+    return {
+        "events": sum(kinds.values()),
+        "attempts": sum(Task.objects.values_list("attempts", flat=True)),
+        "attempts_started": kinds["task_started"],
+        "retries": kinds["task_retry_scheduled"],
+        "timeouts": kinds["task_timed_out"],
+        "failures": kinds["task_failed"],
+        "max_attempts_of_a_node": max(attempts, default=0),
+        "nodes_retried": sum(1 for a in attempts if a > 1),
+        "body_runs": sum(read_run_log(run_log).values()),
+        "http_requests": sum(http_requests.values()),
+    }
+
+
+def timeout_causes(
+    killed_pids: set[int], outages: Iterable[tuple[datetime, datetime]]
+) -> dict[str, int]:
+    """Why each attempt was timed out: its worker process was one we killed, or its lease
+    lapsed while (or just after) a server was restarting, or neither (worth a look)."""
+    workers = {
+        (str(e), n, a): w
+        for e, n, a, w in Attempt.objects.values_list(
+            "execution_id", "node_id", "attempt", "worker_id"
+        )
+    }
+    slack = timedelta(seconds=3 * HEARTBEAT_SECONDS)
+    windows = [(start, end + slack) for start, end in outages]
+    causes: Counter[str] = Counter()
+    timed_out = Event.objects.filter(type="task_timed_out")
+    for e, n, a, at in timed_out.values_list("execution_id", "node_id", "attempt", "timestamp"):
+        worker = workers.get((str(e), n, a), "")
+        pid = int(worker.split(":")[1]) if worker.count(":") >= 2 else None
+        if pid in killed_pids:
+            causes["worker killed"] += 1
+        elif any(start <= at <= end for start, end in windows):
+            causes["server restart"] += 1
+        else:
+            causes["other"] += 1
+    return dict(causes)
+
+
+_SWEEP = re.compile(r"Task executions\.tasks\.sweep\[[^\]]+\] succeeded in [^:]+: (\{.*\})")
+_ERROR = re.compile(r"Task ([\w.]+)\[[^\]]+\] raised unexpected: (\w+)")
+#: Warnings of nodes/tasks.py: a worker kept going through a database outage.
+_RETRIED = {"lease renewal of attempt": "lease renewals", "recording attempt": "results"}
+
+
+def worker_log_figures(log_dir: Path) -> dict[str, Any]:
+    """What the sweepers did (work the broker forgot) and which task errors the workers saw
+    (a task that failed on a restarting server is recovered by the sweeper)."""
+    swept: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    retried: Counter[str] = Counter()
+    for log in log_dir.glob("worker-*.log"):
+        for line in log.read_text(errors="replace").splitlines():
+            if found := _SWEEP.search(line):
+                swept.update(ast.literal_eval(found.group(1)))
+            elif found := _ERROR.search(line):
+                errors[f"{found.group(1)}: {found.group(2)}"] += 1
+            elif kind := next((v for k, v in _RETRIED.items() if line.startswith(k)), None):
+                retried[kind] += 1
+    return {"sweeper": dict(swept), "task_errors": dict(errors), "db_retries": dict(retried)}
