@@ -95,6 +95,16 @@ def _remember(key: str, state: ExecutionState) -> None:
         _STATES.popitem(last=False)
 
 
+_EVENT_COLUMNS = ("seq", "type", "timestamp", "node_id", "attempt", "data", "source")
+
+
+def engine_events(execution_id: object, *, upto_seq: int | None = None) -> list[EngineEvent]:
+    """The log as engine events, without building a model instance per row (replays of
+    long histories spend most of their time there otherwise)."""
+    rows = events_of(execution_id, upto_seq=upto_seq).values_list(*_EVENT_COLUMNS)
+    return [EngineEvent(*row) for row in rows.iterator(chunk_size=5000)]
+
+
 def state_at(execution_id: object, seq: int | None = None) -> ExecutionState:
     """The state folded from the first `seq` events (all of them when None)."""
     rows = events_of(execution_id, upto_seq=seq)

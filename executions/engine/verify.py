@@ -49,26 +49,41 @@ def verify(
     progress: Callable[[int], None] | None = None,
 ) -> Divergence | None:
     """None when every run of engine events is exactly what decide returns before it."""
+    return verify_log(definition, events, execution_id=execution_id, progress=progress)[0]
+
+
+def verify_log(
+    definition: Definition,
+    events: Iterable[Event],
+    *,
+    execution_id: str,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[Divergence | None, ExecutionState]:
+    """verify(), and the state folded from the events (as far as the first divergence)."""
     state = ExecutionState(execution_id)
     run: list[Event] = []
-    for event in events:
-        if progress:
-            progress(1)
+    for count, event in enumerate(events, 1):
+        if progress and not count % PROGRESS_EVERY:
+            progress(PROGRESS_EVERY)
         if event.source == Source.ENGINE:
             run.append(event)
             continue
         if run:
             found = _check_run(definition, state, run)
             if found:
-                return found
+                return found, state
             run = []
         apply_event(state, event)
     if run:
-        return _check_run(definition, state, run)
+        return _check_run(definition, state, run), state
     # Facts and the decisions they lead to are appended in one transaction, so a log never
     # ends on a fact that still asks for a decision.
     missing = decide(definition, state)
-    return Divergence(state.last_seq + 1, missing[0], None) if missing else None
+    return (Divergence(state.last_seq + 1, missing[0], None) if missing else None), state
+
+
+#: Events between two progress reports (a callback per event would cost more than folding).
+PROGRESS_EVERY = 1024
 
 
 def _check_run(

@@ -15,7 +15,8 @@ from tqdm import tqdm
 
 from executions import store
 from executions.definitions import definition_for
-from executions.engine.verify import verify
+from executions.engine.fold import fold
+from executions.engine.verify import verify_log
 from executions.models import Execution
 from executions.projections import differences, rebuild
 
@@ -49,17 +50,18 @@ class Command(BaseCommand):
             disable=execution.last_seq < 10_000 or None,
             file=self.stderr,
         )
-        rows = store.events_of(execution.pk, upto_seq=at_seq).iterator(chunk_size=5000)
-        events = [store.to_engine(row) for row in rows]
-        state = store.state_at(execution.pk, at_seq) if not options["verify"] else None
+        events = store.engine_events(execution.pk, upto_seq=at_seq)
         if options["verify"]:
             definition = definition_for(execution.version_id)
-            found = verify(definition, events, execution_id=str(execution.pk), progress=bar.update)
+            found, state = verify_log(
+                definition, events, execution_id=str(execution.pk), progress=bar.update
+            )
             bar.close()
             if found is not None:
                 raise CommandError(str(found))
             self.stdout.write(f"verified: {len(events)} events, every decision re-derived")
-            state = store.state_at(execution.pk, at_seq)
+        else:
+            state = fold(events, execution_id=str(execution.pk))
         bar.close()
         if options["rebuild"]:
             with transaction.atomic():
