@@ -50,7 +50,18 @@ def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
                 owned.add(decision.node_id)
             apply_event(working, decision.as_event(working.last_seq + 1, working.now))
         decisions.extend(step)
+        if all(_settles_nothing(decision) for decision in step):
+            return decisions  # nothing in this step can make another decision possible
     raise DecideLoopError(f"no fixpoint after {len(decisions)} decisions")
+
+
+def _settles_nothing(decision: Decision) -> bool:
+    """True for decisions after which the next step is sure to find nothing new: they only
+    start waiting (for a worker, a timer) and settle no node. A map's task_scheduled starts
+    its items in the next step, so it does not qualify."""
+    if decision.type in (EventType.TIMER_STARTED, EventType.TASK_RETRY_SCHEDULED):
+        return True
+    return decision.type == EventType.TASK_SCHEDULED and decision.data.get("type") != "map"
 
 
 def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
