@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 from workflows.dsl import RetryPolicy
@@ -32,8 +33,7 @@ def retry_delay(
     step; `attempt` itself seeds the jitter, so every attempt's jitter is its own.
     """
     step = tries if tries is not None else attempt
-    delay = policy.initial_interval_seconds * policy.backoff_coefficient ** (step - 1)
-    delay = min(delay, policy.max_interval_seconds)
+    delay = _backoff(policy, step)
     if policy.jitter:
         delay *= 1 - JITTER_FRACTION * jitter_fraction(execution_id, node_id, attempt)
     retry_after = (error or {}).get("retry_after_seconds")
@@ -50,3 +50,13 @@ def should_retry(policy: RetryPolicy, *, attempt: int, error: dict[str, Any] | N
     if error.get("type") in policy.non_retryable_errors:
         return False
     return attempt < policy.max_attempts
+
+
+def _backoff(policy: RetryPolicy, step: int) -> float:
+    """initial * coefficient^(step-1), capped; never overflows however many attempts."""
+    if policy.backoff_coefficient > 1:
+        ratio = policy.max_interval_seconds / policy.initial_interval_seconds
+        if step - 1 >= math.log(max(ratio, 1.0), policy.backoff_coefficient) + 1:
+            return policy.max_interval_seconds
+    delay = policy.initial_interval_seconds * policy.backoff_coefficient ** (step - 1)
+    return min(delay, policy.max_interval_seconds)
