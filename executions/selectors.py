@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from executions.models import Attempt, AttemptStatus, Event, Execution, Task
+from executions.models import Attempt, Event, Execution, Task
 from workflows.models import WorkflowDefinition
 from workflows.selectors import workflow_get
 
@@ -36,13 +36,3 @@ def event_list(*, execution: Execution, after_seq: int = 0) -> QuerySet:
 
 def attempt_list(*, execution: Execution, node_id: str) -> QuerySet:
     return Attempt.objects.filter(execution=execution, node_id=node_id).order_by("attempt")
-
-
-def next_scheduled_attempt(*, execution_id: object) -> int | None:
-    """The oldest attempt of the execution still waiting for a worker."""
-    return (
-        Attempt.objects.filter(execution_id=execution_id, status=AttemptStatus.SCHEDULED)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-        .first()
-    )

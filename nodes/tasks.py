@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from celery import shared_task
 from django.conf import settings
@@ -18,6 +18,7 @@ from executions.services.attempts import (
     Claimed,
     attempt_claim,
     attempt_complete,
+    attempt_complete_and_claim_next,
     attempt_fail,
     attempt_renew,
 )
@@ -26,6 +27,7 @@ from nodes.errors import NodeCancelled, NodeError
 from nodes.secrets import with_secrets
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: How long a finished attempt keeps trying to record its result through a database outage.
 RECORD_RETRY_SECONDS = 60.0
@@ -84,26 +86,22 @@ EAGER_LIMIT = 100
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_task(attempt_id: int) -> None:
-    """Run the attempt, then (eager dispatch) the execution's next scheduled attempt, here,
-    without a round trip through the broker. Its message was published all the same; when
-    it arrives, the claim finds the attempt taken and drops it. Correctness never depends on
-    this shortcut: the claim is the one atomic hand-off either way."""
+    """Run the attempt, then (eager dispatch) the execution's next scheduled attempt, which
+    the success's own transaction claimed for this worker: no broker round trip, no second
+    lock. That attempt's message was published all the same; when it arrives, the claim
+    finds it taken and drops it. The claim stays the one atomic hand-off either way."""
     worker = worker_id()
-    next_id: int | None = attempt_id
-    for _ in range(EAGER_LIMIT):
-        execution_id = run_attempt(next_id, worker)
-        if execution_id is None:
-            return
-        next_id = next_scheduled(execution_id)
-        if next_id is None:
-            return
-
-
-def run_attempt(attempt_id: int, worker: str) -> str | None:
-    """Claim, run and record one attempt. Returns its execution id if it succeeded."""
     claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
-    if claimed is None:
-        return None  # a duplicate delivery, or the attempt was cancelled or timed out
+    for done in range(1, EAGER_LIMIT + 1):
+        if claimed is None:
+            return  # a duplicate delivery, a cancelled or timed-out attempt, or no next one
+        # The last one claims nothing: what it claimed would wait for its lease to expire.
+        claimed = run_claimed(claimed, worker, claim_next=done < EAGER_LIMIT)
+
+
+def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:
+    """Run and record one claimed attempt; returns the next attempt claimed, if any."""
+    attempt_id = claimed.attempt_id
     keeper = LeaseKeeper(claimed, worker)
     keeper.start()
     ctx = NodeContext(
@@ -136,11 +134,15 @@ def run_attempt(attempt_id: int, worker: str) -> str | None:
         keeper.join(timeout=5)
     if keeper.lost.is_set():
         return None
-    recorded = record(attempt_complete, attempt_id=attempt_id, worker_id=worker, output=output)
-    return claimed.execution_id if recorded else None
+    if not claim_next:
+        record(attempt_complete, attempt_id=attempt_id, worker_id=worker, output=output)
+        return None
+    return record(
+        attempt_complete_and_claim_next, attempt_id=attempt_id, worker_id=worker, output=output
+    )
 
 
-def record(finish: Callable[..., bool], **kwargs: Any) -> bool:
+def record(finish: Callable[..., T], **kwargs: Any) -> T:
     """Record the attempt's result, reconnecting through a short database outage rather
     than losing work that is done. Repeating is safe: the attempt's conditional update
     refuses a second result, even after a commit whose acknowledgement was lost."""
@@ -176,13 +178,3 @@ def execute(claimed: Claimed, ctx: NodeContext) -> Any:
     raise NodeError(
         f"node type '{node.type}' does not run on a worker", type="BadNodeType", retryable=False
     )
-
-
-def next_scheduled(execution_id: str) -> int | None:
-    from executions.selectors import next_scheduled_attempt
-
-    try:
-        return next_scheduled_attempt(execution_id=execution_id)
-    except (OperationalError, InterfaceError):
-        connection.close()
-        return None  # the broker message will bring it

@@ -20,7 +20,8 @@ from executions import store
 from executions.definitions import definition_for
 from executions.engine.context import template_context
 from executions.engine.events import Decision, EventType, Source
-from executions.models import Attempt, AttemptStatus
+from executions.engine.state import ExecutionState
+from executions.models import Attempt, AttemptStatus, Execution
 from executions.projections import project
 from executions.services.advance import record_and_advance
 from nodes.secrets import secret_names, template_of
@@ -57,36 +58,50 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         if row is None:
             return None
         execution = store.lock_execution(row["execution_id"])
-        node = definition_for(execution.version_id).node_for(row["node_id"])
-        now = timezone.now()
-        lease = lease_seconds_for(node)
-        deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None
-        claimed = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
-            status=AttemptStatus.RUNNING,
-            worker_id=worker_id,
-            claimed_at=now,
-            lease_expires_at=now + timedelta(seconds=lease),
-            deadline_at=deadline,
-        )
-        if not claimed:
-            return None
         state = store.load_state(execution)
-        started = Decision(EventType.TASK_STARTED, node.id, row["attempt"], {"worker": worker_id})
-        caught_up = execution.decided_seq == execution.last_seq
-        store.append(execution, state, [started], source=Source.WORKER, now=now)
-        if caught_up:  # task_started asks for no decision
-            execution.decided_seq = execution.last_seq
-        store.maybe_snapshot(execution, state)
-        project(execution, state, [node.id])
-        return Claimed(
-            attempt_id=attempt_id,
-            execution_id=str(execution.pk),
-            node=node,
-            attempt=row["attempt"],
-            input=state.nodes[node.id].input,
-            lease_seconds=lease,
-            context=template_context(state) if secret_names(template_of(node)) else None,
+        return _claim_locked(
+            execution, state, attempt_id, row["node_id"], row["attempt"], worker_id
         )
+
+
+def _claim_locked(
+    execution: Execution,
+    state: ExecutionState,
+    attempt_id: int,
+    node_id: str,
+    attempt: int,
+    worker_id: str,
+) -> Claimed | None:
+    """scheduled -> running with one conditional UPDATE, and task_started. Inside the lock."""
+    node = definition_for(execution.version_id).node_for(node_id)
+    now = timezone.now()
+    lease = lease_seconds_for(node)
+    deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None
+    claimed = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
+        status=AttemptStatus.RUNNING,
+        worker_id=worker_id,
+        claimed_at=now,
+        lease_expires_at=now + timedelta(seconds=lease),
+        deadline_at=deadline,
+    )
+    if not claimed:
+        return None
+    started = Decision(EventType.TASK_STARTED, node.id, attempt, {"worker": worker_id})
+    caught_up = execution.decided_seq == execution.last_seq
+    store.append(execution, state, [started], source=Source.WORKER, now=now)
+    if caught_up:  # task_started asks for no decision
+        execution.decided_seq = execution.last_seq
+    store.maybe_snapshot(execution, state)
+    project(execution, state, [node.id])
+    return Claimed(
+        attempt_id=attempt_id,
+        execution_id=str(execution.pk),
+        node=node,
+        attempt=attempt,
+        input=state.nodes[node.id].input,
+        lease_seconds=lease,
+        context=template_context(state) if secret_names(template_of(node)) else None,
+    )
 
 
 def attempt_renew(*, attempt_id: int, worker_id: str, lease_seconds: float) -> bool:
@@ -109,6 +124,23 @@ def attempt_park(*, attempt_id: int, worker_id: str) -> bool:
     )
 
 
+def attempt_complete_and_claim_next(
+    *, attempt_id: int, worker_id: str, output: Any
+) -> Claimed | None:
+    """Record a success and, in the same transaction, claim the execution's oldest scheduled
+    attempt for this worker (eager dispatch: the next node of a chain starts without a
+    broker round trip or a second lock). None: nothing claimed (or the result refused)."""
+    return _finish(
+        attempt_id,
+        worker_id,
+        AttemptStatus.SUCCEEDED,
+        EventType.TASK_COMPLETED,
+        {"output": output},
+        Source.WORKER,
+        claim_next_for=worker_id,
+    )[1]
+
+
 def attempt_complete(*, attempt_id: int, worker_id: str, output: Any) -> bool:
     return _finish(
         attempt_id,
@@ -117,7 +149,7 @@ def attempt_complete(*, attempt_id: int, worker_id: str, output: Any) -> bool:
         EventType.TASK_COMPLETED,
         {"output": output},
         Source.WORKER,
-    )
+    )[0]
 
 
 def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> bool:
@@ -128,7 +160,7 @@ def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> b
         EventType.TASK_FAILED,
         {"error": error},
         Source.WORKER,
-    )
+    )[0]
 
 
 def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
@@ -144,7 +176,7 @@ def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
         {"error": error},
         Source.SWEEPER,
         only_if=Q(lease_expires_at__lt=now) | Q(deadline_at__lt=now),
-    )
+    )[0]
 
 
 def _finish(
@@ -155,13 +187,15 @@ def _finish(
     data: dict[str, Any],
     source: Source,
     only_if: Q | None = None,
-) -> bool:
-    """Record the attempt's one result and advance. False: refused (not this attempt's turn)."""
+    claim_next_for: str | None = None,
+) -> tuple[bool, Claimed | None]:
+    """Record the attempt's one result and advance: (recorded, the next attempt claimed for
+    `claim_next_for`). Not recorded: refused, not this attempt's turn."""
     try:
         with transaction.atomic():
             row = Attempt.objects.filter(pk=attempt_id).first()
             if row is None:
-                return False
+                return False, None
             execution = store.lock_execution(row.execution_id)
             mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING)
             if worker_id is not None:
@@ -169,10 +203,28 @@ def _finish(
             if only_if is not None:
                 mine = mine.filter(only_if)
             if not mine.update(status=status, finished_at=timezone.now()):
-                return False
+                return False, None
             result = Decision(event_type, row.node_id, row.attempt, data)
-            record_and_advance(execution, [result], source=source)
-            return True
+            state = record_and_advance(execution, [result], source=source)
+            if claim_next_for is None:
+                return True, None
+            waiting = (
+                Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
+                .order_by("pk")
+                .values("pk", "node_id", "attempt")
+                .first()
+            )
+            if waiting is None:
+                return True, None
+            nxt = _claim_locked(
+                execution,
+                state,
+                waiting["pk"],
+                waiting["node_id"],
+                waiting["attempt"],
+                claim_next_for,
+            )
+            return True, nxt
     except IntegrityError:
         # The constraint saw a second result for this attempt: someone recorded it first.
-        return False
+        return False, None
