@@ -10,35 +10,12 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from tests.examples import CONTRACT_EXAMPLE
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 pytestmark = pytest.mark.django_db
 
-DEFINITION: dict[str, Any] = {
-    "nodes": [
-        {
-            "id": "verify",
-            "type": "function",
-            "function": "std.echo",
-            "input": {"user": "{{ input.user_id }}"},
-        },
-        {
-            "id": "workspace",
-            "type": "http",
-            "depends_on": ["verify"],
-            "request": {
-                "method": "POST",
-                "url": "https://api.example.com/workspaces",
-                "json": {"owner": "{{ nodes.verify.output.user }}"},
-            },
-        },
-        {"id": "cool_off", "type": "delay", "depends_on": ["workspace"], "seconds": 300},
-        {"id": "email", "type": "function", "function": "std.echo", "depends_on": ["cool_off"]},
-        {"id": "team", "type": "function", "function": "std.echo", "depends_on": ["cool_off"]},
-    ],
-    "retry_policy": {"max_attempts": 3, "initial_interval_seconds": 1, "jitter": True},
-    "output": "{{ nodes.team.output }}",
-}
+DEFINITION: dict[str, Any] = CONTRACT_EXAMPLE
 ONE_NODE: dict[str, Any] = {"nodes": [{"id": "only", "type": "function", "function": "std.noop"}]}
 
 

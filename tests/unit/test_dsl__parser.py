@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import CONTRACT_EXAMPLE
 from workflows.dsl import (
     NODE_TYPES,
     Definition,
@@ -19,38 +20,6 @@ from workflows.dsl import (
 )
 from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, REQUEST_FIELDS, TYPE_FIELDS
 from workflows.dsl.policy import POLICY_FIELDS
-
-CONTRACT_EXAMPLE: dict[str, Any] = {
-    "nodes": [
-        {
-            "id": "verify",
-            "type": "function",
-            "function": "std.echo",
-            "input": {"user": "{{ input.user_id }}"},
-        },
-        {
-            "id": "workspace",
-            "type": "http",
-            "depends_on": ["verify"],
-            "request": {
-                "method": "POST",
-                "url": "https://api.example.com/workspaces",
-                "json": {"owner": "{{ nodes.verify.output.user }}"},
-            },
-        },
-        {"id": "cool_off", "type": "delay", "depends_on": ["workspace"], "seconds": 300},
-        {"id": "email", "type": "function", "function": "std.echo", "depends_on": ["cool_off"]},
-        {"id": "team", "type": "function", "function": "std.echo", "depends_on": ["cool_off"]},
-    ],
-    "retry_policy": {
-        "max_attempts": 3,
-        "initial_interval_seconds": 1,
-        "backoff_coefficient": 2.0,
-        "max_interval_seconds": 300,
-        "jitter": True,
-    },
-    "output": "{{ nodes.team.output }}",
-}
 
 
 def fn(node_id: str, **fields: Any) -> dict[str, Any]:
