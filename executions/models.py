@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from executions.engine.events import RESULT_TYPES, EventType
-from executions.engine.statuses import ExecutionStatus, TaskStatus
+from executions.engine.statuses import ExecutionStatus, TaskStatus, choices
 
 
 class Execution(models.Model):
@@ -26,7 +26,7 @@ class Execution(models.Model):
         "workflows.WorkflowVersion", on_delete=models.PROTECT, related_name="executions"
     )
     status = models.CharField(
-        max_length=16, choices=ExecutionStatus.choices, default=ExecutionStatus.PENDING
+        max_length=16, choices=choices(ExecutionStatus), default=ExecutionStatus.PENDING
     )
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
@@ -121,7 +121,9 @@ class Task(models.Model):
     execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="tasks")
     node_id = models.CharField(max_length=80)
     type = models.CharField(max_length=16)
-    status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.PENDING)
+    status = models.CharField(
+        max_length=16, choices=choices(TaskStatus), default=TaskStatus.PENDING
+    )
     attempts = models.PositiveIntegerField(default=0)
     retry_count = models.PositiveIntegerField(default=0)
     input = models.JSONField(null=True, blank=True)

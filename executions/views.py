@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from executions import selectors
-from executions.engine.statuses import ExecutionStatus
+from executions.engine.statuses import ExecutionStatus, values
 from executions.models import Execution
 from executions.serializers import (
     AttemptSerializer,
@@ -48,9 +48,9 @@ class ExecutionListCreate(generics.ListAPIView):
 
     def get_queryset(self):
         status_filter = self.request.query_params.get("status")
-        if status_filter and status_filter not in ExecutionStatus.values:
+        if status_filter and status_filter not in values(ExecutionStatus):
             raise ValidationError(
-                {"status": [f"Unknown status '{status_filter}'; one of {ExecutionStatus.values}."]}
+                {"status": [f"Unknown status '{status_filter}'; one of {values(ExecutionStatus)}."]}
             )
         return selectors.execution_list(
             status=status_filter, workflow=self.request.query_params.get("workflow")

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from executions.engine.statuses import ExecutionStatus, TaskStatus
+from executions.engine.statuses import ExecutionStatus, TaskStatus, values
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer
 from schedules.models import Schedule
 
@@ -40,10 +40,10 @@ class WorkflowCollector(Collector):
         yield _status_gauge(
             "workflow_executions",
             "Executions by status.",
-            _by_status(Execution, list(ExecutionStatus.values)),
+            _by_status(Execution, values(ExecutionStatus)),
         )
         yield _status_gauge(
-            "workflow_tasks", "Tasks (nodes) by status.", _by_status(Task, list(TaskStatus.values))
+            "workflow_tasks", "Tasks (nodes) by status.", _by_status(Task, values(TaskStatus))
         )
         yield GaugeMetricFamily(
             "workflow_attempts_running",

@@ -1,10 +1,12 @@
-"""Status vocabularies (CONTRACT §3). TextChoices come from Django's enums module only,
-which is plain Python and carries no settings or database dependency."""
+"""Status vocabularies (CONTRACT §3). Plain StrEnums: the engine core imports no Django;
+the models turn them into field choices with `choices()`."""
 
-from django.db.models.enums import TextChoices
+from __future__ import annotations
+
+from enum import StrEnum
 
 
-class ExecutionStatus(TextChoices):
+class ExecutionStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -13,7 +15,7 @@ class ExecutionStatus(TextChoices):
     CANCELLED = "cancelled"
 
 
-class TaskStatus(TextChoices):
+class TaskStatus(StrEnum):
     PENDING = "pending"
     SCHEDULED = "scheduled"
     RUNNING = "running"
@@ -23,6 +25,15 @@ class TaskStatus(TextChoices):
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
+
+
+def choices(statuses: type[StrEnum]) -> list[tuple[str, str]]:
+    """(value, label) pairs for a model field, labelled as Django's TextChoices would."""
+    return [(status.value, status.name.replace("_", " ").title()) for status in statuses]
+
+
+def values(statuses: type[StrEnum]) -> list[str]:
+    return [status.value for status in statuses]
 
 
 EXECUTION_TERMINAL = frozenset(
