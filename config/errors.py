@@ -66,6 +66,14 @@ def _with_detail(data: Any) -> dict[str, Any]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    from executions.services.control import NotAllowed, UnknownNode
+    from executions.services.start import IdempotencyConflict
+
+    if isinstance(exc, NotAllowed | IdempotencyConflict):
+        # Not allowed in the current status, or a key reused for another request.
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, UnknownNode):
+        return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, DefinitionError):
         return Response(definition_error_body(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RequestDataTooBig):

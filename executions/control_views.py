@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,29 +30,9 @@ class ReplaySerializer(serializers.Serializer):
     from_node = serializers.CharField(required=False, max_length=80)
 
 
-def _run(action, *args, **kwargs):
-    """Call a control service, turning its refusals into 404/409 responses."""
-    try:
-        return action(*args, **kwargs)
-    except control.UnknownNode as exc:
-        raise NotFound(str(exc)) from None
-    except control.NotAllowed as exc:
-        raise _Conflict(str(exc)) from None
-
-
-class _Conflict(Exception):
-    pass
-
-
-def _conflict_response(exc: _Conflict) -> Response:
-    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-
-
 class _ControlView(APIView):
-    def handle_exception(self, exc):
-        if isinstance(exc, _Conflict):
-            return _conflict_response(exc)
-        return super().handle_exception(exc)
+    """The services' refusals (NotAllowed: 409, UnknownNode: 404) are mapped to responses
+    once, in config.errors."""
 
     def execution(self, execution_id) -> Execution:
         return get_object_or_404(Execution, pk=execution_id)
@@ -62,7 +42,7 @@ class CancelView(_ControlView):
     @extend_schema(request=None, responses={202: ExecutionSerializer})
     def post(self, request: Request, execution_id) -> Response:
         self.execution(execution_id)
-        _run(control.execution_cancel, execution_id=execution_id, by=request.user.get_username())
+        control.execution_cancel(execution_id=execution_id, by=request.user.get_username())
         return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
 
 
@@ -72,8 +52,7 @@ class RetryView(_ControlView):
         self.execution(execution_id)
         body = RetrySerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        _run(
-            control.execution_retry,
+        control.execution_retry(
             execution_id=execution_id,
             node_id=body.validated_data.get("node_id"),
             by=request.user.get_username(),
@@ -87,8 +66,7 @@ class ReplayView(_ControlView):
         self.execution(execution_id)
         body = ReplaySerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        replay = _run(
-            control.execution_replay,
+        replay = control.execution_replay(
             execution_id=execution_id,
             from_node=body.validated_data.get("from_node"),
         )
@@ -103,8 +81,7 @@ class SignalView(_ControlView):
         self.execution(execution_id)
         body = SignalSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        _run(
-            control.signal_send,
+        control.signal_send(
             execution_id=execution_id,
             node_id=node_id,
             decision=self.decision,

@@ -21,7 +21,7 @@ from executions.serializers import (
     ExecutionSerializer,
     TaskSerializer,
 )
-from executions.services.start import IdempotencyConflict, execution_start
+from executions.services.start import execution_start
 from workflows.models import WorkflowVersion
 
 
@@ -67,15 +67,12 @@ class ExecutionListCreate(generics.ListAPIView):
                 {"workflow": [f"No workflow with id or name {data['workflow']!r}."]}
             )
         version = _version(workflow, data.get("version"))
-        try:
-            execution, _ = execution_start(
-                version=version,
-                input=data.get("input", {}),
-                idempotency_key=request.headers.get("Idempotency-Key") or None,
-                start_at=data.get("start_at"),
-            )
-        except IdempotencyConflict as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        execution, _ = execution_start(
+            version=version,
+            input=data.get("input", {}),
+            idempotency_key=request.headers.get("Idempotency-Key") or None,
+            start_at=data.get("start_at"),
+        )
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Any
 
 from executions.engine.events import Event, EventType
 from executions.engine.state import ExecutionState, NodeState
@@ -74,37 +75,32 @@ def _task_started(state: ExecutionState, event: Event) -> None:
         node.started_at = event.timestamp
 
 
+def _settle(state: ExecutionState, event: Event, status: TaskStatus) -> NodeState | None:
+    """A result for the node's current attempt: its status and end time. None: stale."""
+    node = _current(state, event)
+    if node is not None:
+        node.status = status
+        node.ended_at = event.timestamp
+    return node
+
+
 def _task_completed(state: ExecutionState, event: Event) -> None:
-    node = _current(state, event)
-    if node is None:
-        return
-    node.status = TaskStatus.SUCCEEDED
-    node.output = event.data.get("output")
-    node.error = None
-    node.ended_at = event.timestamp
-    node.completed_seq = event.seq
+    node = _settle(state, event, TaskStatus.SUCCEEDED)
+    if node is not None:
+        node.output = event.data.get("output")
+        node.error = None
+        node.completed_seq = event.seq
 
 
-def _task_failed(state: ExecutionState, event: Event) -> None:
-    node = _current(state, event)
-    if node is None:
-        return
-    node.status = TaskStatus.FAILED
-    node.error = event.data.get("error") or {"type": "Error", "message": "failed"}
-    node.ended_at = event.timestamp
+def _failed(default: dict[str, Any]) -> Callable[[ExecutionState, Event], None]:
+    """task_failed and task_timed_out: both fail the attempt, the policy decides what next."""
 
+    def handler(state: ExecutionState, event: Event) -> None:
+        node = _settle(state, event, TaskStatus.FAILED)
+        if node is not None:
+            node.error = event.data.get("error") or dict(default)
 
-def _task_timed_out(state: ExecutionState, event: Event) -> None:
-    node = _current(state, event)
-    if node is None:
-        return
-    node.status = TaskStatus.FAILED
-    node.error = event.data.get("error") or {
-        "type": "Timeout",
-        "message": "attempt timed out",
-        "retryable": True,
-    }
-    node.ended_at = event.timestamp
+    return handler
 
 
 def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
@@ -124,12 +120,9 @@ def _task_skipped(state: ExecutionState, event: Event) -> None:
 
 
 def _task_cancelled(state: ExecutionState, event: Event) -> None:
-    node = _current(state, event)
-    if node is None:
-        return
-    node.status = TaskStatus.CANCELLED
-    node.reason = event.data.get("reason")
-    node.ended_at = event.timestamp
+    node = _settle(state, event, TaskStatus.CANCELLED)
+    if node is not None:
+        node.reason = event.data.get("reason")
 
 
 def _timer_started(state: ExecutionState, event: Event) -> None:
@@ -196,8 +189,10 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.TASK_SCHEDULED: _task_scheduled,
     EventType.TASK_STARTED: _task_started,
     EventType.TASK_COMPLETED: _task_completed,
-    EventType.TASK_FAILED: _task_failed,
-    EventType.TASK_TIMED_OUT: _task_timed_out,
+    EventType.TASK_FAILED: _failed({"type": "Error", "message": "failed"}),
+    EventType.TASK_TIMED_OUT: _failed(
+        {"type": "Timeout", "message": "attempt timed out", "retryable": True}
+    ),
     EventType.TASK_RETRY_SCHEDULED: _task_retry_scheduled,
     EventType.TASK_SKIPPED: _task_skipped,
     EventType.TASK_CANCELLED: _task_cancelled,
