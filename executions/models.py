@@ -40,7 +40,18 @@ class Execution(models.Model):
     parent_execution = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )
+    #: The client's Idempotency-Key. Engine-owned starts never use this column.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    #: The engine's own start key (a schedule's fire, a sub-workflow attempt): a separate
+    #: namespace, so no client key can ever take or suppress an engine start.
+    engine_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    #: The parent's node and attempt that started this child (with parent_execution).
+    parent_node_id = models.CharField(max_length=80, blank=True, default="")
+    parent_attempt = models.PositiveIntegerField(null=True, blank=True)
+    #: 0 for a top-level execution, parent's depth + 1 for a child (WORKFLOW_MAX_DEPTH).
+    depth = models.PositiveSmallIntegerField(default=0)
+    #: Who started it: a username, or "schedule:<id>", "trigger:<name>", "parent".
+    created_by = models.CharField(max_length=150, blank=True, default="")
     #: A hash of the request that used idempotency_key, to refuse a reuse with other data.
     request_fingerprint = models.CharField(max_length=64, blank=True, default="")
     #: Highest seq appended; events are numbered 1..last_seq with no gap.
@@ -50,9 +61,15 @@ class Execution(models.Model):
     #: The folded state at snapshot_seq, so advancing folds only the events after it.
     snapshot = models.JSONField(null=True, blank=True, editable=False)
     snapshot_seq = models.PositiveIntegerField(default=0)
+    #: The hash of event last_seq ("" before the first): the next event chains onto it.
+    last_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [
+            ("operate_execution", "Can cancel, retry, replay, pause and resume executions"),
+            ("approve_task", "Can approve or reject approval tasks"),
+        ]
         indexes = [
             models.Index(fields=["status", "-created_at"], name="execution_status_idx"),
             models.Index(fields=["workflow", "-created_at"], name="execution_workflow_idx"),
@@ -82,6 +99,9 @@ class Event(models.Model):
     #: Who wrote it: "engine" for orchestrator decisions (what replay --verify re-derives),
     #: "worker", "timer", "sweeper" or "api" for the facts it decides upon.
     source = models.CharField(max_length=16)
+    #: hex SHA-256 over the previous event's hash and this event's canonical JSON
+    #: (executions/engine/chain.py): an edit anywhere breaks every hash after it.
+    hash = models.CharField(max_length=64, blank=True, default="")
 
     objects = EventQuerySet.as_manager()
 

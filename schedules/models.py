@@ -39,6 +39,10 @@ class Schedule(models.Model):
         PeriodicTask, on_delete=models.PROTECT, related_name="workflow_schedule", editable=False
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    #: Who created it, and who changed it last (audit).
+    created_by = models.CharField(max_length=150, blank=True, default="")
+    updated_by = models.CharField(max_length=150, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -71,6 +71,7 @@ def schedule_create(
     timezone_name: str = "UTC",
     input: Any = None,
     enabled: bool = True,
+    by: str = "",
 ) -> Schedule:
     """A schedule and the beat entry that fires it; raises ValidationError naming the field."""
     fields = _validated(cron, timezone_name)
@@ -97,14 +98,17 @@ def schedule_create(
             input={} if input is None else input,
             enabled=enabled,
             periodic_task=task,
+            created_by=by,
+            updated_by=by,
         )
 
 
-def schedule_set_enabled(*, schedule: Schedule, enabled: bool) -> Schedule:
+def schedule_set_enabled(*, schedule: Schedule, enabled: bool, by: str = "") -> Schedule:
     """Pause or resume: the beat entry's flag mirrors the schedule's."""
     with transaction.atomic():
         schedule.enabled = enabled
-        schedule.save(update_fields=["enabled"])
+        schedule.updated_by = by
+        schedule.save(update_fields=["enabled", "updated_by", "updated_at"])
         # A full save(), not update(): it signals the running beat to reload, and pausing
         # clears last_run_at, so that resuming does not fire the ticks missed meanwhile.
         task = PeriodicTask.objects.get(pk=schedule.periodic_task_id)

@@ -13,6 +13,8 @@ class WorkflowDefinition(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[slug_validator])
     description = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+    #: The username that created it.
+    created_by = models.CharField(max_length=150, blank=True, default="")
 
     class Meta:
         ordering = ["name"]
@@ -34,6 +36,8 @@ class WorkflowVersion(models.Model):
     version = models.PositiveIntegerField()
     definition = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
+    #: The username that created this version.
+    created_by = models.CharField(max_length=150, blank=True, default="")
 
     class Meta:
         ordering = ["workflow_id", "version"]

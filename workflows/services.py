@@ -37,9 +37,11 @@ def _name_taken(name: str) -> ValidationError:
     )
 
 
-def workflow_create(*, name: str, definition: object, description: str = "") -> WorkflowDefinition:
-    """A new workflow with `definition` as its version 1."""
-    workflow = WorkflowDefinition(name=name, description=description)
+def workflow_create(
+    *, name: str, definition: object, description: str = "", by: str = ""
+) -> WorkflowDefinition:
+    """A new workflow with `definition` as its version 1. `by`: the creating username."""
+    workflow = WorkflowDefinition(name=name, description=description, created_by=by)
     workflow.full_clean(validate_unique=False)
     if WorkflowDefinition.objects.filter(name=name).exists():
         raise _name_taken(name)
@@ -47,14 +49,18 @@ def workflow_create(*, name: str, definition: object, description: str = "") -> 
     try:
         with transaction.atomic():
             workflow.save()
-            WorkflowVersion.objects.create(workflow=workflow, version=1, definition=definition)
+            WorkflowVersion.objects.create(
+                workflow=workflow, version=1, definition=definition, created_by=by
+            )
     except IntegrityError:
         # A concurrent request took the name between the check above and the insert.
         raise _name_taken(name) from None
     return workflow
 
 
-def workflow_version_create(*, workflow: WorkflowDefinition, definition: object) -> WorkflowVersion:
+def workflow_version_create(
+    *, workflow: WorkflowDefinition, definition: object, by: str = ""
+) -> WorkflowVersion:
     """The next numbered version of `workflow`; earlier versions are never touched."""
     definition_validate(definition=definition)
     with transaction.atomic():
@@ -64,5 +70,5 @@ def workflow_version_create(*, workflow: WorkflowDefinition, definition: object)
         locked = WorkflowDefinition.objects.select_for_update().get(pk=workflow.pk)
         last = WorkflowVersion.objects.filter(workflow=locked).aggregate(last=Max("version"))
         return WorkflowVersion.objects.create(
-            workflow=locked, version=(last["last"] or 0) + 1, definition=definition
+            workflow=locked, version=(last["last"] or 0) + 1, definition=definition, created_by=by
         )

@@ -26,6 +26,9 @@ class EventType(StrEnum):
     WORKFLOW_COMPLETED = "workflow_completed"
     WORKFLOW_FAILED = "workflow_failed"
     WORKFLOW_CANCELLED = "workflow_cancelled"
+    #: A fact: handling this execution raised inside the engine (a bug, or input the
+    #: engine could not contain). decide ends the execution failed with that error.
+    ENGINE_ERROR = "engine_error"
 
 
 #: At most one of these per (node, attempt): enforced by a database constraint.

@@ -117,7 +117,9 @@ def execution_retry(*, execution_id: object, node_id: str | None = None, by: str
         return execution
 
 
-def execution_replay(*, execution_id: object, from_node: str | None = None) -> Execution:
+def execution_replay(
+    *, execution_id: object, from_node: str | None = None, by: str = ""
+) -> Execution:
     """A new execution of the same pinned version and input. With from_node, nodes that are
     not downstream of it keep their recorded outputs instead of running again."""
     source = Execution.objects.select_related("version").get(pk=execution_id)
@@ -134,6 +136,6 @@ def execution_replay(*, execution_id: object, from_node: str | None = None) -> E
                 data = {"output": kept.output, "reused_from": str(source.pk)}
                 reused.append(Decision(EventType.TASK_COMPLETED, node.id, None, data))
     execution, _ = execution_start(
-        version=source.version, input=source.input, replay_of=source, reuse=reused
+        version=source.version, input=source.input, replay_of=source, reuse=reused, by=by
     )
     return execution

@@ -37,8 +37,10 @@ def execution_start(
     replay_of: Execution | None = None,
     parent: Execution | None = None,
     reuse: list[Decision] | None = None,
+    by: str = "",
 ) -> tuple[Execution, bool]:
-    """Create and start an execution. Returns (execution, created)."""
+    """Create and start an execution. Returns (execution, created). `by`: who started it
+    (a username, or the engine's own "schedule:<id>", "parent" ...), kept for audit."""
     fingerprint = _fingerprint(version, input, start_at)
     if idempotency_key:
         existing = _by_key(idempotency_key, fingerprint)
@@ -54,6 +56,7 @@ def execution_start(
                 request_fingerprint=fingerprint if idempotency_key else "",
                 replay_of=replay_of,
                 parent_execution=parent,
+                created_by=by[:150],
             )
             create_tasks(execution, definition_for(version.pk))
             if start_at is not None and start_at > timezone.now():
@@ -80,6 +83,7 @@ def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
             "workflow": execution.workflow.name,
             "version": execution.version.version,
             "replay_of": str(execution.replay_of_id) if execution.replay_of_id else None,
+            "by": execution.created_by,
         },
     )
     record_and_advance(execution, [started, *(reuse or [])], source=Source.API)

@@ -24,7 +24,7 @@ TYPE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "function": ("function",),
     "http": ("request", "success_status"),
     "delay": ("seconds", "until"),
-    "approval": (),
+    "approval": ("approvers",),
     "workflow": ("workflow", "version"),
     "map": ("items", "node", "max_parallel"),
 }
@@ -291,8 +291,27 @@ def _map(c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     return kwargs
 
 
+#: An approver: "group:<name>" or "user:<username>" (Django's own groups and users).
+APPROVER = re.compile(r"(group|user):[\w.@+ -]{1,150}\Z")
+
+
 def _approval(c: Collector, raw: Mapping[str, Any], place: Place, _: RetryPolicy) -> dict[str, Any]:
-    return {}
+    if "approvers" not in raw:
+        return {}
+    value = raw["approvers"]
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and APPROVER.match(v) for v in value)
+    ):
+        c.add(
+            'must be a non-empty list of "group:<name>" or "user:<username>", '
+            'e.g. ["group:finance", "user:ada"]',
+            node=place.scope.node,
+            field=place.prefix + "approvers",
+        )
+        return {}
+    return {"approvers": tuple(value)}
 
 
 def _no_secrets(scope: Scope) -> Scope:

@@ -55,6 +55,9 @@ class NodeBody:
     items: str | None = None
     node: NodeBody | None = None
     max_parallel: int | None = None
+    #: approval: who may answer ("group:<name>", "user:<username>"); None: anyone with
+    #: the executions.approve_task permission.
+    approvers: tuple[str, ...] | None = None
     #: The effective policy: the node's override merged over the definition's.
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     #: Per attempt, start to close.
