@@ -190,6 +190,14 @@ WORKFLOW_SECRETS = {
 WORKFLOW_METRICS_PUBLIC = _flag("WORKFLOW_METRICS_PUBLIC")
 WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.demo")
 
+# --- Containment: bounds on work (issue 8) -------------------------------------
+
+# --- Containment: boundaries, depth (issue 8) ----------------------------------
+
+# --- API: pagination, parsers, schema (issue 8) --------------------------------
+
+# --- Trust: permissions, secrets, safe defaults (issue 9) ----------------------
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
