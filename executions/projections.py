@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from enum import Enum
 from typing import Any
 
 from executions.engine.state import ExecutionState, NodeState
@@ -11,7 +12,8 @@ from executions.models import Execution, Task
 from workflows.dsl import Definition
 
 EXECUTION_FIELDS = ("status", "output", "error", "started_at", "ended_at")
-BOOKKEEPING_FIELDS = ("last_seq", "decided_seq", "snapshot", "snapshot_seq")
+#: last_hash travels with last_seq: the next append chains onto it.
+BOOKKEEPING_FIELDS = ("last_seq", "last_hash", "decided_seq", "snapshot", "snapshot_seq")
 
 
 def task_fields(node: NodeState) -> dict[str, Any]:
@@ -119,17 +121,28 @@ def rebuild(execution: Execution, state: ExecutionState, definition: Definition)
     project(execution, state, ())
 
 
-def differences(execution: Execution, state: ExecutionState) -> list[str]:
-    """Where the stored projection disagrees with the folded log (empty: they agree)."""
+def differences(
+    execution: Execution, state: ExecutionState, *, tasks: Iterable[Task] | None = None
+) -> list[str]:
+    """Where the stored projection disagrees with the folded log (empty: they agree).
+    `tasks`: the execution's Task rows, when the caller has read them already."""
     problems = []
     for name, value in execution_fields(state).items():
         if getattr(execution, name) != value:
-            problems.append(f"execution.{name}: stored {getattr(execution, name)!r}, log {value!r}")
-    for task in Task.objects.filter(execution=execution):
+            problems.append(
+                f"execution.{name}: stored {_shown(getattr(execution, name))}, log {_shown(value)}"
+            )
+    for task in Task.objects.filter(execution=execution) if tasks is None else tasks:
         node = state.nodes.get(task.node_id) or NodeState(task.node_id)
         for name, value in task_fields(node).items():
             if getattr(task, name) != value:
                 problems.append(
-                    f"task {task.node_id}.{name}: stored {getattr(task, name)!r}, log {value!r}"
+                    f"task {task.node_id}.{name}: stored {_shown(getattr(task, name))}, "
+                    f"log {_shown(value)}"
                 )
     return problems
+
+
+def _shown(value: Any) -> str:
+    # A status is a StrEnum in the folded state and a plain str in the row: show both alike.
+    return repr(value.value if isinstance(value, Enum) else value)

@@ -15,6 +15,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from executions.engine.chain import Linked, event_hash
 from executions.engine.events import Decision, Source
 from executions.engine.events import Event as EngineEvent
 from executions.engine.fold import apply_event, fold
@@ -105,6 +106,13 @@ def engine_events(execution_id: object, *, upto_seq: int | None = None) -> list[
     return [EngineEvent(*row) for row in rows.iterator(chunk_size=5000)]
 
 
+def linked_events(execution_id: object, *, chunk_size: int = 5000):
+    """The log as the chain check reads it (executions/engine/chain.py), streamed."""
+    columns = ("seq", "type", "node_id", "attempt", "data", "timestamp", "hash")
+    rows = events_of(execution_id).values_list(*columns)
+    return (Linked(*row) for row in rows.iterator(chunk_size=chunk_size))
+
+
 def state_at(execution_id: object, seq: int | None = None) -> ExecutionState:
     """The state folded from the first `seq` events (all of them when None)."""
     rows = events_of(execution_id, upto_seq=seq)
@@ -124,8 +132,10 @@ def append(
 ) -> list[Event]:
     """Append events for `decisions`, fold them into `state`, and bump execution.last_seq.
 
-    The caller saves `execution` (the projection step does) before the transaction ends.
-    With insert=False the caller inserts the returned rows itself (with others, at once).
+    Each event's hash chains onto execution.last_hash (executions/engine/chain.py). The
+    caller saves `execution` (the projection step does, last_hash with last_seq) before the
+    transaction ends. With insert=False the caller inserts the returned rows itself (with
+    others, at once).
     """
     if not decisions:
         return []
@@ -134,19 +144,17 @@ def append(
     for decision in decisions:
         seq = execution.last_seq + 1
         apply_event(state, decision.as_event(seq, now))
-        rows.append(
-            Event(
-                execution=execution,
-                seq=seq,
-                type=decision.type,
-                node_id=decision.node_id,
-                attempt=decision.attempt,
-                data=decision.data,
-                timestamp=now,
-                source=source,
-            )
-        )
-        execution.last_seq = seq
+        fields = {
+            "seq": seq,
+            "type": decision.type,
+            "node_id": decision.node_id,
+            "attempt": decision.attempt,
+            "data": decision.data,
+            "timestamp": now,
+        }
+        digest = event_hash(execution.last_hash, **fields)
+        rows.append(Event(execution=execution, source=source, hash=digest, **fields))
+        execution.last_seq, execution.last_hash = seq, digest
     if insert:
         Event.objects.bulk_create(rows)
     return rows

@@ -1,8 +1,9 @@
 """manage.py replay_execution <id> [--at-seq N] [--verify] [--rebuild]
 
 Folds an execution's log and prints what the engine knew: a per-node table and the
-timeline. --verify re-derives every orchestrator decision from the events before it and
-exits 1 at the first divergence; --rebuild rewrites the projections from the log.
+timeline. --verify checks the hash chain (exits 1 naming the first seq whose hash does not
+match) and re-derives every orchestrator decision from the events before it (exits 1 at
+the first divergence); --rebuild rewrites the projections from the log.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tqdm import tqdm
 
 from executions import store
 from executions.definitions import definition_for
+from executions.engine.chain import first_break
 from executions.engine.fold import fold
 from executions.engine.verify import verify_log
 from executions.models import Execution
@@ -52,6 +54,11 @@ class Command(BaseCommand):
         )
         events = store.engine_events(execution.pk, upto_seq=at_seq)
         if options["verify"]:
+            # The whole chain, whatever --at-seq says: a later edit is an edit all the same.
+            broken = first_break(store.linked_events(execution.pk), last_hash=execution.last_hash)
+            if broken is not None:
+                bar.close()
+                raise CommandError(str(broken))
             definition = definition_for(execution.version_id)
             found, state = verify_log(
                 definition, events, execution_id=str(execution.pk), progress=bar.update
@@ -59,7 +66,9 @@ class Command(BaseCommand):
             bar.close()
             if found is not None:
                 raise CommandError(str(found))
-            self.stdout.write(f"verified: {len(events)} events, every decision re-derived")
+            self.stdout.write(
+                f"verified: {len(events)} events, hash chain intact, every decision re-derived"
+            )
         else:
             state = fold(events, execution_id=str(execution.pk))
         bar.close()
