@@ -193,6 +193,9 @@ WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.
 # --- Containment: bounds on work (issue 8) -------------------------------------
 
 # --- Containment: boundaries, depth (issue 8) ----------------------------------
+# Sub-workflows nest at most this deep (a top-level execution is depth 0); a `workflow`
+# node that would start a child past it fails with MaxDepthExceeded (not retried).
+WORKFLOW_MAX_DEPTH = int(os.environ.get("WORKFLOW_MAX_DEPTH", "16"))
 
 # --- API: pagination, parsers, schema (issue 8) --------------------------------
 

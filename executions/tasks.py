@@ -1,4 +1,6 @@
-"""Celery entry points: each is one call into a service."""
+"""Celery entry points: each is one call into a service, inside a fault boundary
+(services/containment.py): what one execution raises ends that execution, not the task's
+worker or the loop that sent it. Transient database errors propagate, for redelivery."""
 
 from __future__ import annotations
 
@@ -6,19 +8,29 @@ import contextlib
 
 from celery import shared_task
 
+from executions.engine.events import Source
 from executions.services.advance import execution_advance
+from executions.services.containment import boundary, execution_of_timer
 from executions.services.sweep import sweep as run_sweep
 from executions.services.timers import timer_fire
 
 
+def _for(execution_id: str, where: str) -> contextlib.AbstractContextManager[None]:
+    return boundary(where, lambda: execution_id, source=Source.WORKER, reraise_transient=True)
+
+
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def advance_execution(execution_id: str) -> None:
-    execution_advance(execution_id=execution_id)
+    with _for(execution_id, "orchestrator: advance"):
+        execution_advance(execution_id=execution_id)
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def fire_timer(timer_id: int) -> None:
-    timer_fire(timer_id=timer_id)
+    with boundary(
+        "timer", execution_of_timer(timer_id), source=Source.TIMER, reraise_transient=True
+    ):
+        timer_fire(timer_id=timer_id)
 
 
 @shared_task(ignore_result=True)
@@ -28,14 +40,22 @@ def sweep() -> dict[str, int]:
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def notify_parent(child_id: str) -> None:
+    from executions.models import Execution
     from executions.services.children import parent_notify
 
-    parent_notify(child_id=child_id)
+    def parent_of() -> object | None:
+        rows = Execution.objects.filter(pk=child_id).values_list("parent_execution_id", flat=True)
+        return rows.first()
+
+    # Recording the child's outcome is the parent's step: a failure there is the parent's.
+    with boundary("child notice", parent_of, source=Source.WORKER, reraise_transient=True):
+        parent_notify(child_id=child_id)
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def cancel_execution(execution_id: str) -> None:
     from executions.services.control import NotAllowed, execution_cancel
 
-    with contextlib.suppress(NotAllowed):  # it ended on its own first
+    with _for(execution_id, "cancel"), contextlib.suppress(NotAllowed):
+        # NotAllowed: it ended on its own first.
         execution_cancel(execution_id=execution_id, by="parent cancelled")

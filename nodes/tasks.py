@@ -22,6 +22,7 @@ from executions.services.attempts import (
     attempt_fail,
     attempt_renew,
 )
+from executions.services.containment import attempt_boundary
 from nodes.context import NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.secrets import with_secrets
@@ -91,12 +92,15 @@ def run_task(attempt_id: int) -> None:
     lock. That attempt's message was published all the same; when it arrives, the claim
     finds it taken and drops it. The claim stays the one atomic hand-off either way."""
     worker = worker_id()
-    claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
-    for done in range(1, EAGER_LIMIT + 1):
-        if claimed is None:
-            return  # a duplicate delivery, a cancelled or timed-out attempt, or no next one
-        # The last one claims nothing: what it claimed would wait for its lease to expire.
-        claimed = run_claimed(claimed, worker, claim_next=done < EAGER_LIMIT)
+    # A fault boundary (executions/services/containment.py): an engine exception while
+    # claiming, recording or advancing ends this attempt's execution with an engine error.
+    with attempt_boundary(attempt_id):
+        claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
+        for done in range(1, EAGER_LIMIT + 1):
+            if claimed is None:
+                return  # a duplicate delivery, a cancelled or timed-out attempt, or no next
+            # The last one claims nothing: what it claimed would wait for its lease to end.
+            claimed = run_claimed(claimed, worker, claim_next=done < EAGER_LIMIT)
 
 
 def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from executions.models import Execution
-from executions.services.start import IdempotencyConflict, execution_start
+from executions.services.start import execution_start
 from schedules.cron import CronError, cron_fields, tick_for, zone
 from schedules.models import Schedule
 from schedules.selectors import schedule_get
@@ -132,8 +132,9 @@ def schedule_run(*, schedule_id: str, now: datetime | None = None) -> Execution 
     """Start the execution for the tick `now` falls in; at most one per (schedule, tick).
 
     None when there is nothing to do: the schedule was deleted or disabled after the beat
-    sent the message. A duplicate message for a tick returns the execution already started
-    (execution_start is idempotent under the key).
+    sent the message. A duplicate message for a tick returns the execution already started:
+    the tick's engine key `schedule:<id>:<tick>` (Execution.engine_key, a namespace no
+    client Idempotency-Key can reach) finds it, whichever version was latest then.
     """
     schedule = schedule_get(schedule_id=schedule_id)
     if schedule is None or not schedule.enabled:
@@ -141,11 +142,10 @@ def schedule_run(*, schedule_id: str, now: datetime | None = None) -> Execution 
     tick = tick_for(schedule.cron, schedule.timezone, now or timezone.now())
     key = f"schedule:{schedule.pk}:{tick.isoformat()}"
     version = schedule.version or schedule.workflow.versions.order_by("-version").first()
-    try:
-        execution, _ = execution_start(version=version, input=schedule.input, idempotency_key=key)
-    except IdempotencyConflict:
-        # The same tick already started an execution, of the version that was latest then;
-        # a version created since must not start a second one.
-        log.info("schedule %s: tick %s already started", schedule.pk, tick.isoformat())
-        return Execution.objects.filter(idempotency_key=key).first()
+    if version is None:
+        log.error("schedule %s: workflow %s has no version to run", schedule.pk, schedule.workflow)
+        return None
+    execution, _ = execution_start(
+        version=version, input=schedule.input, engine_key=key, by=f"schedule:{schedule.pk}"
+    )
     return execution

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from executions.engine.events import Source
+from executions.services.containment import boundary
 from schedules.services import schedule_run
 
 
@@ -11,5 +13,9 @@ from schedules.services import schedule_run
 # idempotency key makes the redelivery start nothing new if the first run got through.
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_schedule(schedule_id: str) -> str | None:
-    execution = schedule_run(schedule_id=schedule_id)
-    return str(execution.pk) if execution is not None else None
+    # A fault boundary: what one schedule's fire raises is logged with its id and stops
+    # there (an execution that started and broke is ended inside execution_start).
+    with boundary(f"schedule {schedule_id}", lambda: None, source=Source.API):
+        execution = schedule_run(schedule_id=schedule_id)
+        return str(execution.pk) if execution is not None else None
+    return None

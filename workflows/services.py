@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from workflows.cycles import check_no_cycle
 from workflows.dsl import Definition, parse_definition
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
@@ -46,6 +47,7 @@ def workflow_create(
     if WorkflowDefinition.objects.filter(name=name).exists():
         raise _name_taken(name)
     definition_validate(definition=definition)
+    check_no_cycle(name=name, number=1, raw=definition)
     try:
         with transaction.atomic():
             workflow.save()
@@ -69,6 +71,9 @@ def workflow_version_create(
         # unique (workflow, version) constraint backs this up.
         locked = WorkflowDefinition.objects.select_for_update().get(pk=workflow.pk)
         last = WorkflowVersion.objects.filter(workflow=locked).aggregate(last=Max("version"))
+        number = (last["last"] or 0) + 1
+        # Under the lock: the check sees the versions numbered before this one.
+        check_no_cycle(name=locked.name, number=number, raw=definition)
         return WorkflowVersion.objects.create(
-            workflow=locked, version=(last["last"] or 0) + 1, definition=definition, created_by=by
+            workflow=locked, version=number, definition=definition, created_by=by
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from executions.engine import compensation, maps
+from executions.engine.containment import engine_failure
 from executions.engine.context import template_context
 from executions.engine.events import Decision, EventType
 from executions.engine.fold import apply_event
@@ -33,6 +34,10 @@ _NOT_DECIDED = frozenset({EventType.TASK_STARTED, EventType.RETRY_REQUESTED})
 
 
 def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
+    if state.engine_error is not None and state.status not in EXECUTION_TERMINAL:
+        # Before anything reads the definition or renders a template: whatever broke
+        # handling this execution cannot break the step that ends it.
+        return engine_failure(state)
     # Copy-on-write: a deep copy of the whole state cost O(nodes + history) per call
     # (started_attempts grows with every attempt); a fork copies only what it folds into.
     working = state.fork()

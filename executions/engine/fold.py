@@ -8,7 +8,7 @@ from typing import Any
 
 from executions.engine.events import Event, EventType
 from executions.engine.state import ExecutionState, NodeState
-from executions.engine.statuses import ExecutionStatus, TaskStatus
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 
 
 def fold(
@@ -156,6 +156,8 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.output = None
     state.error = None
     state.cancel_requested = False
+    # An operator's retry after an engine error is a fresh try (the cause may be fixed).
+    state.engine_error = None
     for node_id in event.data.get("nodes", []):
         node = state.node(node_id)
         node.attempt_base = node.attempt
@@ -172,6 +174,11 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
 def _cancel_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = True
     state.status = ExecutionStatus.CANCELLING
+
+
+def _engine_error(state: ExecutionState, event: Event) -> None:
+    if state.status not in EXECUTION_TERMINAL and state.engine_error is None:
+        state.engine_error = event.data.get("error") or {"type": "EngineError", "message": "?"}
 
 
 def _ended(status: ExecutionStatus) -> Callable[[ExecutionState, Event], None]:
@@ -201,6 +208,7 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.SIGNAL_RECEIVED: _signal_received,
     EventType.RETRY_REQUESTED: _retry_requested,
     EventType.WORKFLOW_CANCEL_REQUESTED: _cancel_requested,
+    EventType.ENGINE_ERROR: _engine_error,
     EventType.WORKFLOW_COMPLETED: _ended(ExecutionStatus.SUCCEEDED),
     EventType.WORKFLOW_FAILED: _ended(ExecutionStatus.FAILED),
     EventType.WORKFLOW_CANCELLED: _ended(ExecutionStatus.CANCELLED),

@@ -60,6 +60,8 @@ class ExecutionState:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     cancel_requested: bool = False
+    #: An engine_error fact's error: decide ends the execution with it (engine/containment.py).
+    engine_error: dict[str, Any] | None = None
 
     def node(self, node_id: str) -> NodeState:
         """The node's state; a node no event has mentioned yet is pending."""
@@ -120,7 +122,7 @@ def _flat(value: Any) -> Any:
 
 def _decode(value: Any, key: str | None = None) -> Any:
     if isinstance(value, dict):
-        if key in ("input", "output", "error", "signal"):
+        if key in ("input", "output", "error", "signal", "engine_error"):
             return value  # user JSON: never reinterpret its strings
         return {k: _decode(item, k) for k, item in value.items()}
     if key in _DATETIME_FIELDS and isinstance(value, str):

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from executions import messages, store
 from executions.definitions import definition_for
+from executions.engine.containment import engine_failure
 from executions.engine.decide import decide
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.nodes import WORKER_TYPES
@@ -17,6 +18,7 @@ from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Event, Execution, Timer, TimerKind
 from executions.projections import project
+from workflows.dsl import Definition
 
 _ENDINGS = frozenset(
     {EventType.WORKFLOW_COMPLETED, EventType.WORKFLOW_FAILED, EventType.WORKFLOW_CANCELLED}
@@ -40,6 +42,10 @@ def record_and_advance(
     """Append facts (results, timer firings, signals), then decide upon them. Inside the lock."""
     state = state or store.load_state(execution)
     rows = store.append(execution, state, facts, source=source, insert=False)
+    for fact in facts:
+        if fact.type == EventType.TASK_TIMED_OUT and fact.node_id:
+            # A `workflow` node's attempt gave up on its child: the child must not run on.
+            cancel_children(execution, fact.node_id, messages.Outbox(), attempt=fact.attempt)
     advance_locked(execution, state, touched=store.touched_nodes(facts), pending=rows)
     return state
 
@@ -53,8 +59,36 @@ def advance_locked(
 ) -> int:
     """Decide and append. `pending`: fact rows not inserted yet, inserted with the decisions
     in one statement."""
+    definition, decisions = _decide(execution, state)
+    return commit_decisions(
+        execution, state, decisions, touched=touched, pending=pending, definition=definition
+    )
+
+
+def _decide(
+    execution: Execution, state: ExecutionState
+) -> tuple[Definition | None, list[Decision]]:
+    """decide(), without loading the definition where decide does not read it: an ended
+    execution (a late timeout) and one being ended for an engine error (whose definition
+    may be what broke) must not depend on it still parsing."""
+    if state.status in EXECUTION_TERMINAL:
+        return None, []
+    if state.engine_error is not None:
+        return None, engine_failure(state)
     definition = definition_for(execution.version_id)
-    decisions = decide(definition, state)
+    return definition, decide(definition, state)
+
+
+def commit_decisions(
+    execution: Execution,
+    state: ExecutionState,
+    decisions: Sequence[Decision],
+    *,
+    touched: Sequence[str] | set[str],
+    pending: Sequence[Event] = (),
+    definition: Definition | None = None,
+) -> int:
+    """Append `decisions` (taken on `state`), apply their effects, project. Inside the lock."""
     now = timezone.now()
     rows = store.append(execution, state, decisions, source=Source.ENGINE, now=now, insert=False)
     if pending or rows:
@@ -111,7 +145,7 @@ def _apply_effect(
         Timer.objects.filter(
             execution=execution, node_id=decision.node_id, fired_at__isnull=True
         ).update(fired_at=now)
-        _cancel_children(execution, decision.node_id or "", outbox)
+        cancel_children(execution, decision.node_id or "", outbox)
     elif kind in _ENDINGS and execution.parent_execution_id is not None:
         outbox.add(lambda: messages.publish_parent_notify(str(execution.pk)))
 
@@ -131,11 +165,13 @@ def _start_timer(
     outbox.add(lambda: messages.publish_timer(timer.pk, delay))
 
 
-def _cancel_children(execution: Execution, node_id: str, outbox: messages.Outbox) -> None:
-    """A cancelled `workflow` node cancels its running child (see services/children.py)."""
-    prefix = f"child:{execution.pk}:{node_id}:"
-    running = Execution.objects.filter(idempotency_key__startswith=prefix).exclude(
-        status__in=EXECUTION_TERMINAL
-    )
+def cancel_children(
+    execution: Execution, node_id: str, outbox: messages.Outbox, attempt: int | None = None
+) -> None:
+    """A cancelled (or, with `attempt`, timed-out) `workflow` node cancels its running child."""
+    running = Execution.objects.filter(parent_execution=execution, parent_node_id=node_id)
+    if attempt is not None:
+        running = running.filter(parent_attempt=attempt)
+    running = running.exclude(status__in=EXECUTION_TERMINAL)
     for child_id in running.values_list("pk", flat=True):
         outbox.add(lambda child_id=child_id: messages.publish_cancel(str(child_id)))

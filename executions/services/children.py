@@ -1,15 +1,21 @@
 """Sub-workflows: a `workflow` node's attempt starts a child execution and waits for it.
 
-The child is found again by its idempotency key `child:<parent>:<node>:<attempt>`, so a
-duplicated or republished message starts it once. Parent and child are never locked in
-the same transaction: the child is started in its own, the parent hears back in another.
+The child is linked to its parent by foreign key (parent_execution, parent_node_id,
+parent_attempt) and started under the engine key `child:<parent>:<node>:<attempt>`, so a
+duplicated or republished message starts it once; no client Idempotency-Key can take or
+match it. Parent and child are never locked in the same transaction: the child is started
+in its own, the parent hears back in another. Children nest at most WORKFLOW_MAX_DEPTH
+deep: past it the node fails, so a recursion a definition check missed still ends.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 
 from executions import store
 from executions.engine.events import Decision, EventType, Source
@@ -23,12 +29,21 @@ log = logging.getLogger(__name__)
 
 
 def child_key(execution_id: object, node_id: str, attempt: int) -> str:
+    """The engine key of the child an attempt starts (Execution.engine_key)."""
     return f"child:{execution_id}:{node_id}:{attempt}"
 
 
 def child_of(attempt: Attempt) -> Execution | None:
-    key = child_key(attempt.execution_id, attempt.node_id, attempt.attempt)
-    return Execution.objects.filter(idempotency_key=key).first()
+    return Execution.objects.filter(
+        parent_execution_id=attempt.execution_id,
+        parent_node_id=attempt.node_id,
+        parent_attempt=attempt.attempt,
+    ).first()
+
+
+def _refuse(claimed: Claimed, worker_id: str, type: str, message: str) -> None:
+    error: dict[str, Any] = {"type": type, "retryable": False, "message": message}
+    attempt_fail(attempt_id=claimed.attempt_id, worker_id=worker_id, error=error)
 
 
 def child_start(*, claimed: Claimed, worker_id: str) -> None:
@@ -39,19 +54,27 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
     versions = WorkflowVersion.objects.filter(workflow__name=node.workflow).order_by("-version")
     version = versions.filter(version=node.version).first() if node.version else versions.first()
     if version is None:
-        error = {
-            "type": "UnknownWorkflow",
-            "retryable": False,
-            "message": f"no workflow '{node.workflow}' version {node.version or 'latest'}",
-        }
-        attempt_fail(attempt_id=claimed.attempt_id, worker_id=worker_id, error=error)
+        message = f"no workflow '{node.workflow}' version {node.version or 'latest'}"
+        _refuse(claimed, worker_id, "UnknownWorkflow", message)
         return
     parent = Execution.objects.get(pk=claimed.execution_id)
+    limit = settings.WORKFLOW_MAX_DEPTH
+    if parent.depth + 1 > limit:
+        message = (
+            f"node '{node.id}': starting workflow '{node.workflow}' would nest sub-workflows "
+            f"{parent.depth + 1} deep, past WORKFLOW_MAX_DEPTH={limit} (a workflow that "
+            "calls itself, directly or through others?)"
+        )
+        _refuse(claimed, worker_id, "MaxDepthExceeded", message)
+        return
     child, created = execution_start(
         version=version,
         input=claimed.input if claimed.input is not None else {},
-        idempotency_key=child_key(parent.pk, node.id, claimed.attempt),
+        engine_key=child_key(parent.pk, node.id, claimed.attempt),
         parent=parent,
+        parent_node_id=node.id,
+        parent_attempt=claimed.attempt,
+        by=f"parent:{parent.pk}",
     )
     if created:
         with transaction.atomic():
@@ -76,11 +99,14 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
 def parent_notify(*, child_id: object) -> bool:
     """Record a finished child's outcome as its parent node's result (once)."""
     child = Execution.objects.filter(pk=child_id).first()
-    if child is None or child.status not in EXECUTION_TERMINAL or not child.idempotency_key:
+    if child is None or child.status not in EXECUTION_TERMINAL:
         return False
-    _, parent_id, node_id, attempt = child.idempotency_key.split(":")
+    if child.parent_execution_id is None or child.parent_attempt is None:
+        return False
     row = Attempt.objects.filter(
-        execution_id=parent_id, node_id=node_id, attempt=int(attempt)
+        execution_id=child.parent_execution_id,
+        node_id=child.parent_node_id,
+        attempt=child.parent_attempt,
     ).first()
     if row is None or row.status != AttemptStatus.RUNNING:
         return False
@@ -97,12 +123,19 @@ def parent_notify(*, child_id: object) -> bool:
     return attempt_fail(attempt_id=row.pk, worker_id=row.worker_id, error=error)
 
 
-def children_pending_notice() -> list[object]:
-    """Parked attempts whose child has ended: the notice was lost (the sweeper resends)."""
-    parked = Attempt.objects.filter(status=AttemptStatus.RUNNING, lease_expires_at__isnull=True)
-    ended = []
-    for attempt in parked[:500]:
-        child = child_of(attempt)
-        if child is not None and child.status in EXECUTION_TERMINAL:
-            ended.append(child.pk)
-    return ended
+def children_pending_notice(*, exclude_parents: list[str] = ()) -> list[tuple[object, object]]:
+    """(child, parent) of ended children whose parent attempt is still parked on them: the
+    notice was lost (the sweeper resends it). Starts from the few parked attempts."""
+    ended_child = Execution.objects.filter(
+        parent_execution_id=OuterRef("execution_id"),
+        parent_node_id=OuterRef("node_id"),
+        parent_attempt=OuterRef("attempt"),
+        status__in=EXECUTION_TERMINAL,
+    ).values("pk")[:1]
+    parked = (
+        Attempt.objects.filter(status=AttemptStatus.RUNNING, lease_expires_at__isnull=True)
+        .exclude(execution_id__in=exclude_parents)
+        .annotate(child=Subquery(ended_child))
+        .filter(child__isnull=False)
+    )
+    return list(parked.values_list("child", "execution_id")[:500])

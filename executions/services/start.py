@@ -16,6 +16,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.models import Execution, Timer, TimerKind
 from executions.projections import create_tasks
 from executions.services.advance import record_and_advance
+from executions.services.containment import TRANSIENT, contain
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 
@@ -33,19 +34,26 @@ def execution_start(
     version: WorkflowVersion,
     input: Any,
     idempotency_key: str | None = None,
+    engine_key: str | None = None,
     start_at: datetime | None = None,
     replay_of: Execution | None = None,
     parent: Execution | None = None,
+    parent_node_id: str = "",
+    parent_attempt: int | None = None,
     reuse: list[Decision] | None = None,
     by: str = "",
 ) -> tuple[Execution, bool]:
-    """Create and start an execution. Returns (execution, created). `by`: who started it
-    (a username, or the engine's own "schedule:<id>", "parent" ...), kept for audit."""
+    """Create and start an execution. Returns (execution, created).
+
+    `idempotency_key` is a client's and only ever matches a client's; `engine_key` is the
+    engine's own (a schedule's fire, a sub-workflow attempt) and only ever matches the
+    engine's: the two namespaces are separate columns. `by`: who started it (a username,
+    or the engine's own "schedule:<id>", "parent:<execution id>"), kept for audit.
+    """
     fingerprint = _fingerprint(version, input, start_at)
-    if idempotency_key:
-        existing = _by_key(idempotency_key, fingerprint)
-        if existing is not None:
-            return existing, False
+    existing = _existing(idempotency_key, engine_key, fingerprint)
+    if existing is not None:
+        return existing, False
     try:
         with transaction.atomic():
             execution = Execution.objects.create(
@@ -53,25 +61,47 @@ def execution_start(
                 version=version,
                 input=input,
                 idempotency_key=idempotency_key or None,
+                engine_key=engine_key or None,
                 request_fingerprint=fingerprint if idempotency_key else "",
                 replay_of=replay_of,
                 parent_execution=parent,
+                parent_node_id=parent_node_id,
+                parent_attempt=parent_attempt,
+                depth=parent.depth + 1 if parent is not None else 0,
                 created_by=by[:150],
             )
-            create_tasks(execution, definition_for(version.pk))
-            if start_at is not None and start_at > timezone.now():
-                _start_later(execution, start_at)
-            else:
-                begin(execution, reuse or [])
+            _contained_begin(execution, version, start_at, reuse or [])
     except IntegrityError:
-        if not idempotency_key:
-            raise
-        # Two requests with the same key raced: the other one won.
-        existing = _by_key(idempotency_key, fingerprint)
+        # Two starts with the same key raced: the other one won.
+        existing = _existing(idempotency_key, engine_key, fingerprint)
         if existing is None:
             raise
         return existing, False
     return execution, True
+
+
+def _contained_begin(
+    execution: Execution,
+    version: WorkflowVersion,
+    start_at: datetime | None,
+    reuse: list[Decision],
+) -> None:
+    """Tasks and the first decisions, in a savepoint: whatever raises there (a definition
+    row that no longer parses, a bug) ends this execution with an engine error instead of
+    failing the request or the schedule tick that started it."""
+    try:
+        with transaction.atomic():
+            create_tasks(execution, definition_for(version.pk))
+            if start_at is not None and start_at > timezone.now():
+                _start_later(execution, start_at)
+            else:
+                begin(execution, reuse)
+    except TRANSIENT:
+        raise
+    except Exception as exc:
+        if not contain(exc, where="start", execution_id=execution.pk, source=Source.API):
+            raise  # not even the failure could be recorded: start nothing
+        execution.refresh_from_db()
 
 
 def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
@@ -96,6 +126,17 @@ def _start_later(execution: Execution, start_at: datetime) -> None:
     delay = (start_at - timezone.now()).total_seconds()
     outbox = messages.Outbox()
     outbox.add(lambda: messages.publish_timer(timer.pk, delay))
+
+
+def _existing(
+    idempotency_key: str | None, engine_key: str | None, fingerprint: str
+) -> Execution | None:
+    if engine_key:
+        # The engine derives its keys from what it starts: the same key is the same start.
+        return Execution.objects.filter(engine_key=engine_key).first()
+    if idempotency_key:
+        return _by_key(idempotency_key, fingerprint)
+    return None
 
 
 def _by_key(key: str, fingerprint: str) -> Execution | None:

@@ -2,24 +2,34 @@
 
 Run by beat every WORKFLOW_SWEEP_INTERVAL seconds. Every action is a conditional update
 or goes through a service that is one, so two sweepers at once do each thing once.
+
+Each item runs in its own transaction inside a fault boundary (services/containment.py):
+an exception while handling one execution ends that execution with an engine error and
+the sweep goes on with the next item; a phase whose query fails is skipped this tick.
 """
 
 from __future__ import annotations
 
+import logging
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
 from executions import messages
+from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services.advance import execution_advance
 from executions.services.attempts import attempt_time_out
 from executions.services.children import children_pending_notice, parent_notify
+from executions.services.containment import TRANSIENT, backoff, boundary
 from executions.services.timers import timer_fire
+
+log = logging.getLogger(__name__)
 
 BATCH = 500
 
@@ -36,49 +46,77 @@ class SweepReport:
 def sweep() -> SweepReport:
     report = SweepReport()
     now = timezone.now()
-    expired = Attempt.objects.filter(status=AttemptStatus.RUNNING).filter(
-        Q(lease_expires_at__lt=now) | Q(deadline_at__lt=now)
-    )
-    for attempt in expired.order_by("lease_expires_at")[:BATCH]:
-        reason = _timeout_reason(attempt, now)
-        report.timed_out += attempt_time_out(attempt_id=attempt.pk, reason=reason)
-    due = Timer.objects.filter(fired_at__isnull=True, due_at__lte=now).order_by("due_at")
-    for timer_id in due.values_list("pk", flat=True)[:BATCH]:
-        report.timers_fired += timer_fire(timer_id=timer_id)
-    report.republished = _republish_lost(now)
-    for child_id in children_pending_notice():
-        report.notified += parent_notify(child_id=child_id)
-    report.advanced = _advance_undecided()
+    # Executions whose engine error could not be recorded: left alone for a while.
+    skip = backoff.blocked()
+    for phase in (_time_out, _fire_timers, _republish_lost, _notify_parents, _advance_undecided):
+        try:
+            phase(report, now, skip)
+        except TRANSIENT:
+            log.warning("sweeper: %s skipped this tick", phase.__name__, exc_info=True)
     return report
 
 
-def _timeout_reason(attempt: Attempt, now) -> str:
+def _item(where: str, execution_id: object) -> AbstractContextManager[None]:
+    return boundary(f"sweeper: {where}", lambda: execution_id, source=Source.SWEEPER)
+
+
+def _time_out(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    expired = (
+        Attempt.objects.filter(status=AttemptStatus.RUNNING)
+        .filter(Q(lease_expires_at__lt=now) | Q(deadline_at__lt=now))
+        .exclude(execution_id__in=skip)
+    )
+    for attempt in expired.order_by("lease_expires_at")[:BATCH]:
+        with _item("attempt timeout", attempt.execution_id):
+            reason = _timeout_reason(attempt, now)
+            report.timed_out += attempt_time_out(attempt_id=attempt.pk, reason=reason)
+
+
+def _fire_timers(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    due = Timer.objects.filter(fired_at__isnull=True, due_at__lte=now).exclude(
+        execution_id__in=skip
+    )
+    for timer_id, execution_id in due.order_by("due_at").values_list("pk", "execution_id")[:BATCH]:
+        with _item("timer", execution_id):
+            report.timers_fired += timer_fire(timer_id=timer_id)
+
+
+def _timeout_reason(attempt: Attempt, now: datetime) -> str:
     if attempt.deadline_at is not None and attempt.deadline_at < now:
         return "timeout_seconds passed before the attempt finished"
     return f"lease expired: worker {attempt.worker_id or '?'} stopped heartbeating"
 
 
-def _republish_lost(now) -> int:
+def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None:
     """Scheduled attempts nobody claimed in time: their message was lost (or is slow)."""
     cutoff = now - timedelta(seconds=settings.WORKFLOW_REPUBLISH_AFTER_SECONDS)
-    stale = Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=cutoff)
-    count = 0
-    for attempt_id, published_at in stale.values_list("pk", "published_at")[:BATCH]:
-        # Conditional on the old stamp, so of two sweepers only one republishes.
-        if Attempt.objects.filter(pk=attempt_id, published_at=published_at).update(
-            published_at=now
-        ):
-            messages.publish_attempt(attempt_id)
-            count += 1
-    return count
-
-
-def _advance_undecided() -> int:
-    pending = Execution.objects.filter(last_seq__gt=F("decided_seq")).exclude(
-        status__in=EXECUTION_TERMINAL
+    stale = Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=cutoff).exclude(
+        execution_id__in=skip
     )
-    count = 0
+    rows = stale.values_list("pk", "published_at", "execution_id")[:BATCH]
+    for attempt_id, published_at, execution_id in rows:
+        with _item("republish", execution_id):
+            # Conditional on the old stamp, so of two sweepers only one republishes.
+            if Attempt.objects.filter(pk=attempt_id, published_at=published_at).update(
+                published_at=now
+            ):
+                messages.publish_attempt(attempt_id)
+                report.republished += 1
+
+
+def _notify_parents(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    for child_id, parent_id in children_pending_notice(exclude_parents=skip):
+        with _item("child notice", parent_id):
+            report.notified += parent_notify(child_id=child_id)
+
+
+def _advance_undecided(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    pending = (
+        Execution.objects.filter(last_seq__gt=F("decided_seq"))
+        .exclude(status__in=EXECUTION_TERMINAL)
+        .exclude(pk__in=skip)
+    )
     for execution_id in pending.values_list("pk", flat=True)[:BATCH]:
-        execution_advance(execution_id=execution_id)
-        count += 1
-    return count
+        with _item("advance", execution_id):
+            execution_advance(execution_id=execution_id)
+            report.advanced += 1

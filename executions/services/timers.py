@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from executions import store
 from executions.engine.events import Decision, EventType, Source
+from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Timer, TimerKind
 from executions.services.advance import record_and_advance
 
@@ -23,6 +24,8 @@ def timer_fire(*, timer_id: int) -> bool:
         execution = store.lock_execution(timer.execution_id)
         if not Timer.objects.filter(pk=timer_id, fired_at__isnull=True).update(fired_at=now):
             return False
+        if execution.status in EXECUTION_TERMINAL:
+            return False  # it ended meanwhile (an engine error, say): the timer is moot
         if timer.kind == TimerKind.START:
             from executions.services.start import begin
 

@@ -158,7 +158,9 @@ def test_one_execution_per_tick_however_often_the_task_runs(api, version, monkey
         _at(monkeypatch, TICK + delay)
         run_schedule(schedule_id)
     execution = Execution.objects.get()
-    assert execution.idempotency_key == f"schedule:{schedule_id}:2025-06-01T08:05:00+00:00"
+    # The engine's own key: the client's idempotency_key column is never used for it.
+    assert execution.engine_key == f"schedule:{schedule_id}:2025-06-01T08:05:00+00:00"
+    assert execution.idempotency_key is None and execution.created_by == f"schedule:{schedule_id}"
     assert execution.input == {"n": 7} and execution.version == version
 
     _at(monkeypatch, TICK + timedelta(minutes=5, seconds=1))
@@ -173,7 +175,7 @@ def test_runs_the_latest_version_unless_pinned(api, version, monkeypatch) -> Non
     _at(monkeypatch, TICK)
     run_schedule(latest)
     run_schedule(pinned)
-    versions = dict(Execution.objects.values_list("idempotency_key", "version__version"))
+    versions = dict(Execution.objects.values_list("engine_key", "version__version"))
     assert versions == {
         f"schedule:{latest}:2025-06-01T08:05:00+00:00": 2,
         f"schedule:{pinned}:2025-06-01T08:05:00+00:00": 1,
