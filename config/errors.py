@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
+from django.http import HttpRequest, JsonResponse
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -66,12 +67,14 @@ def _with_detail(data: Any) -> dict[str, Any]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    from executions.services.control import NotAllowed, UnknownNode
+    from executions.services.control import NotAllowed, NotAnApprover, UnknownNode
     from executions.services.start import IdempotencyConflict
 
     if isinstance(exc, NotAllowed | IdempotencyConflict):
         # Not allowed in the current status, or a key reused for another request.
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, NotAnApprover):
+        return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, UnknownNode):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, DefinitionError):
@@ -102,3 +105,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if response is not None and isinstance(exc, ValidationError):
         response.data = _with_detail(response.data)
     return response
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    """Django's 404 for a path no route matches (an id that is not a UUID, say): JSON with
+    a "detail" like every other API error, not an HTML page."""
+    return JsonResponse({"detail": f"Not found: no route for {request.path[:200]!r}."}, status=404)
+
+
+def server_error(request: HttpRequest) -> JsonResponse:
+    """A bug, not the client's fault; the traceback is in the log, not the response."""
+    return JsonResponse({"detail": "Internal server error."}, status=500)

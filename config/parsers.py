@@ -1,4 +1,7 @@
-"""JSON bodies, minus what PostgreSQL cannot store.
+"""Strict parsing of what a request carries: JSON bodies and query parameters.
+
+Query numbers are ASCII digits only: Python's int() also takes "²", "٣" and " 7 ", and
+an unbounded digit string hits the interpreter's conversion limit (a ValueError, a 500).
 
 PostgreSQL's json/text types refuse the NUL character (\\u0000); SQLite takes it. Refusing
 it at the door keeps both backends' behaviour the same and turns a would-be 500 into a 400
@@ -11,6 +14,48 @@ from typing import Any
 
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+
+#: More digits than any bound below needs: refused before int() ever sees them.
+_MAX_DIGITS = 19
+
+
+def query_int(request: Request, name: str, *, default: int, minimum: int = 0, maximum: int) -> int:
+    """?name=N as an int in [minimum, maximum]; absent gives default; anything else (empty,
+    signs, spaces, non-ASCII digits, out of range) is a 400 naming the parameter."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= _MAX_DIGITS) or not (
+        minimum <= int(raw) <= maximum
+    ):
+        shown = raw if len(raw) <= 40 else f"{raw[:40]}..."
+        raise ValidationError(
+            {name: [f"{shown!r} is not a whole number from {minimum} to {maximum}."]}
+        )
+    return int(raw)
+
+
+def query_choice(request: Request, name: str, choices: list[str]) -> str | None:
+    """?name=one of choices, or None when absent; anything else (even empty) is a 400."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if raw not in choices:
+        raise ValidationError({name: [f"Unknown {name} {raw[:40]!r}; one of {choices}."]})
+    return raw
+
+
+def query_text(request: Request, name: str, *, max_length: int) -> str | None:
+    """?name=text of at most max_length characters, or None when absent or empty."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if len(raw) > max_length:
+        raise ValidationError({name: [f"At most {max_length} characters."]})
+    if "\x00" in raw:
+        raise ValidationError({name: ["NUL characters (\\u0000) are not accepted."]})
+    return raw
 
 
 def nul_path(value: Any) -> list[str] | None:

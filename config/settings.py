@@ -109,16 +109,16 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # Each route and method needs the Django permission config/permissions.py maps it to.
+    "DEFAULT_PERMISSION_CLASSES": ["config.permissions.RoutePermission"],
+    # Every list is paginated, its page size capped (config/pagination.py).
+    "DEFAULT_PAGINATION_CLASS": "config.pagination.Page",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.exception_handler",
-    "DEFAULT_PARSER_CLASSES": [
-        "config.parsers.StrictJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only: a form or multipart body is a 415 (multipart file parts would otherwise
+    # be streamed past DATA_UPLOAD_MAX_MEMORY_SIZE).
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.StrictJSONParser"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Workflow engine API",
@@ -126,6 +126,18 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     # Every route is served with and without a trailing slash; document it once.
     "PREPROCESSING_HOOKS": ["config.openapi.drop_trailing_slash_duplicates"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.openapi.add_definition_components",
+    ],
+    # Request and response components apart: a 400 for a read-only field is not implied.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Three models have a "status": name each enum after its own.
+    "ENUM_NAME_OVERRIDES": {
+        "ExecutionStatusEnum": "config.openapi.execution_statuses",
+        "TaskStatusEnum": "config.openapi.task_statuses",
+        "AttemptStatusEnum": "executions.models.AttemptStatus",
+    },
 }
 
 # --- Celery -----------------------------------------------------------------
@@ -198,6 +210,12 @@ WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.
 WORKFLOW_MAX_DEPTH = int(os.environ.get("WORKFLOW_MAX_DEPTH", "16"))
 
 # --- API: pagination, parsers, schema (issue 8) --------------------------------
+# Largest ?limit= on /workflows, /executions, /schedules and a workflow's versions.
+WORKFLOW_API_MAX_PAGE_SIZE = int(os.environ.get("WORKFLOW_API_MAX_PAGE_SIZE", "500"))
+# Largest ?limit= on an execution's tasks and events.
+WORKFLOW_API_MAX_LOG_PAGE_SIZE = int(os.environ.get("WORKFLOW_API_MAX_LOG_PAGE_SIZE", "5000"))
+# How many of a node's latest attempts and events GET .../tasks/{node_id} includes.
+WORKFLOW_API_TASK_DETAIL_ITEMS = int(os.environ.get("WORKFLOW_API_TASK_DETAIL_ITEMS", "100"))
 
 # --- Trust: permissions, secrets, safe defaults (issue 9) ----------------------
 

@@ -2,12 +2,16 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+# Unmatched paths and crashes answer in JSON like the rest of the API.
+handler404 = "config.errors.not_found"
+handler500 = "config.errors.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
-    path("schema/", SpectacularAPIView.as_view()),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema")),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("", include("workflows.urls")),
     path("", include("executions.urls")),
     path("", include("schedules.urls")),

@@ -36,9 +36,9 @@ class EventInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(Execution)
 class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "workflow", "version", "status", "created_at", "ended_at"]
+    list_display = ["id", "workflow", "version", "status", "created_by", "created_at", "ended_at"]
     list_filter = ["status", "workflow"]
-    search_fields = ["id", "workflow__name", "idempotency_key"]
+    search_fields = ["id", "workflow__name", "idempotency_key", "created_by"]
     readonly_fields = [
         "id",
         "workflow",
@@ -52,6 +52,7 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "ended_at",
         "replay_of",
         "parent_execution",
+        "created_by",
         "idempotency_key",
         "last_seq",
         "decided_seq",

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.fields import MAX_INT32, StrictCharField
+from config.openapi import CONFLICT, query_parameter
+from config.parsers import query_int
 from executions import store
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
@@ -18,16 +21,22 @@ from executions.services import control
 
 
 class SignalSerializer(serializers.Serializer):
-    data = serializers.JSONField(required=False, default=None)
-    comment = serializers.CharField(required=False, default="", allow_blank=True, max_length=10_000)
+    data = serializers.JSONField(
+        required=False, default=None, help_text="Any JSON: the approval node's output."
+    )
+    comment = StrictCharField(required=False, default="", allow_blank=True, max_length=10_000)
 
 
 class RetrySerializer(serializers.Serializer):
-    node_id = serializers.CharField(required=False, max_length=80)
+    node_id = StrictCharField(
+        required=False, max_length=80, help_text="Retry this node (and its downstream) only."
+    )
 
 
 class ReplaySerializer(serializers.Serializer):
-    from_node = serializers.CharField(required=False, max_length=80)
+    from_node = StrictCharField(
+        required=False, max_length=80, help_text="Run this node and its downstream again."
+    )
 
 
 class _ControlView(APIView):
@@ -39,7 +48,7 @@ class _ControlView(APIView):
 
 
 class CancelView(_ControlView):
-    @extend_schema(request=None, responses={202: ExecutionSerializer})
+    @extend_schema(request=None, responses={202: ExecutionSerializer, 409: CONFLICT})
     def post(self, request: Request, execution_id) -> Response:
         self.execution(execution_id)
         control.execution_cancel(execution_id=execution_id, by=request.user.get_username())
@@ -47,7 +56,7 @@ class CancelView(_ControlView):
 
 
 class RetryView(_ControlView):
-    @extend_schema(request=RetrySerializer, responses={202: ExecutionSerializer})
+    @extend_schema(request=RetrySerializer, responses={202: ExecutionSerializer, 409: CONFLICT})
     def post(self, request: Request, execution_id) -> Response:
         self.execution(execution_id)
         body = RetrySerializer(data=request.data)
@@ -69,6 +78,7 @@ class ReplayView(_ControlView):
         replay = control.execution_replay(
             execution_id=execution_id,
             from_node=body.validated_data.get("from_node"),
+            by=request.user.get_username(),
         )
         return Response(ExecutionSerializer(replay).data, status=201)
 
@@ -76,7 +86,7 @@ class ReplayView(_ControlView):
 class SignalView(_ControlView):
     decision = "approve"
 
-    @extend_schema(request=SignalSerializer, responses={202: ExecutionSerializer})
+    @extend_schema(request=SignalSerializer, responses={202: ExecutionSerializer, 409: CONFLICT})
     def post(self, request: Request, execution_id, node_id: str) -> Response:
         self.execution(execution_id)
         body = SignalSerializer(data=request.data)
@@ -94,26 +104,28 @@ class SignalView(_ControlView):
 
 class StateView(_ControlView):
     @extend_schema(
-        parameters=[OpenApiParameter("at_seq", int, description="Fold this many events.")],
+        parameters=[
+            query_parameter(
+                "at_seq",
+                "Fold this many events (default: all of them).",
+                type="integer",
+                minimum=0,
+                maximum=MAX_INT32,
+            )
+        ],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request, execution_id) -> Response:
         execution = self.execution(execution_id)
-        raw = request.query_params.get("at_seq")
-        at_seq = execution.last_seq
-        if raw not in (None, ""):
-            if not raw.isdigit():
-                raise ValidationError({"at_seq": [f"'{raw}' is not a whole number >= 0."]})
-            at_seq = int(raw)
-            if at_seq > execution.last_seq:
-                raise ValidationError(
-                    {
-                        "at_seq": [
-                            f"the log has {execution.last_seq} events; at_seq {at_seq} "
-                            "is past its end"
-                        ]
-                    }
-                )
+        at_seq = query_int(request, "at_seq", default=execution.last_seq, maximum=MAX_INT32)
+        if at_seq > execution.last_seq:
+            raise ValidationError(
+                {
+                    "at_seq": [
+                        f"the log has {execution.last_seq} events; at_seq {at_seq} is past its end"
+                    ]
+                }
+            )
         state = store.state_at(execution.pk, at_seq)
         body = state.to_dict()
         body["at_seq"] = at_seq

@@ -30,9 +30,19 @@ def task_list(*, execution: Execution) -> QuerySet:
     return Task.objects.filter(execution=execution).order_by("id")
 
 
-def event_list(*, execution: Execution, after_seq: int = 0) -> QuerySet:
-    return Event.objects.filter(execution=execution, seq__gt=after_seq).order_by("seq")
+def event_list(*, execution: Execution, after_seq: int = 0, node_id: str | None = None) -> QuerySet:
+    events = Event.objects.filter(execution=execution, seq__gt=after_seq)
+    if node_id is not None:
+        events = events.filter(node_id=node_id)
+    return events.order_by("seq")
 
 
 def attempt_list(*, execution: Execution, node_id: str) -> QuerySet:
     return Attempt.objects.filter(execution=execution, node_id=node_id).order_by("attempt")
+
+
+def latest(queryset: QuerySet, field: str, count: int) -> tuple[list, int]:
+    """The last `count` rows by `field`, in ascending order, and how many there are."""
+    rows = list(queryset.order_by(f"-{field}")[:count])
+    total = len(rows) if len(rows) < count else queryset.count()
+    return rows[::-1], total

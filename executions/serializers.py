@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
+from config.fields import MAX_INT32, StrictIntegerField, WorkflowRefField
 from executions.models import Attempt, Event, Execution, Task
 
 
@@ -28,18 +33,28 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "ended_at",
             "replay_of",
             "parent_execution_id",
+            "created_by",
         ]
+        read_only_fields = fields
 
 
 class ExecutionCreateSerializer(serializers.Serializer):
-    workflow = serializers.JSONField(help_text="The workflow's id or name.")
-    version = serializers.IntegerField(required=False, min_value=1)
-    input = serializers.JSONField(required=False, default=dict)
-    start_at = serializers.DateTimeField(required=False)
+    workflow = WorkflowRefField(help_text="The workflow's id or name.")
+    version = StrictIntegerField(
+        required=False, min_value=1, max_value=MAX_INT32, help_text="Default: the latest."
+    )
+    input = serializers.JSONField(required=False, default=dict, help_text="Any JSON.")
+    start_at = serializers.DateTimeField(
+        required=False, help_text="Start no earlier than this (ISO 8601, with an offset)."
+    )
 
-    def validate_workflow(self, value: object) -> object:
-        if isinstance(value, bool) or not isinstance(value, int | str) or value == "":
-            raise serializers.ValidationError("Give the workflow's numeric id or its name.")
+    def validate_start_at(self, value: datetime) -> datetime:
+        # As far ahead as a delay node may wait (WORKFLOW_MAX_DELAY_SECONDS).
+        limit = float(getattr(settings, "WORKFLOW_MAX_DELAY_SECONDS", 366 * 86400))
+        if value - timezone.now() > timedelta(seconds=limit):
+            raise serializers.ValidationError(
+                f"At most {limit:g} seconds ahead (WORKFLOW_MAX_DELAY_SECONDS)."
+            )
         return value
 
 
@@ -79,4 +94,23 @@ class AttemptSerializer(serializers.ModelSerializer):
             "lease_expires_at",
             "deadline_at",
             "finished_at",
+        ]
+
+
+class TaskDetailSerializer(TaskSerializer):
+    """One node, with its latest attempts and events (each list capped by
+    WORKFLOW_API_TASK_DETAIL_ITEMS; the totals say how many there are)."""
+
+    attempt_history = AttemptSerializer(many=True, read_only=True)
+    attempts_total = serializers.IntegerField(read_only=True)
+    events = EventSerializer(many=True, read_only=True)
+    events_total = serializers.IntegerField(read_only=True)
+
+    class Meta(TaskSerializer.Meta):
+        fields = [
+            *TaskSerializer.Meta.fields,
+            "attempt_history",
+            "attempts_total",
+            "events",
+            "events_total",
         ]

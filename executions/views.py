@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.fields import MAX_INT32
+from config.openapi import CONFLICT, query_parameter
+from config.pagination import LogPage
+from config.parsers import query_choice, query_int, query_text
 from executions import selectors
 from executions.engine.statuses import ExecutionStatus, values
 from executions.models import Execution
@@ -19,44 +23,47 @@ from executions.serializers import (
     EventSerializer,
     ExecutionCreateSerializer,
     ExecutionSerializer,
+    TaskDetailSerializer,
     TaskSerializer,
 )
 from executions.services.start import execution_start
 from workflows.models import WorkflowVersion
 
+#: The idempotency_key column's length.
+_MAX_KEY = 255
 
-def _int_param(request: Request, name: str, default: int = 0) -> int:
-    raw = request.query_params.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: [f"'{raw}' is not a whole number."]}) from None
-    if value < 0:
-        raise ValidationError({name: ["Must be 0 or more."]})
-    return value
-
-
-class EventPagination(LimitOffsetPagination):
-    default_limit = 500
-    max_limit = 5000
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    {"type": "string", "minLength": 1, "maxLength": _MAX_KEY},
+    OpenApiParameter.HEADER,
+    description="Repeating a request with the same key returns the execution the first one "
+    "created (201) instead of starting another; the same key with a different body is a 409.",
+)
 
 
 class ExecutionListCreate(generics.ListAPIView):
     serializer_class = ExecutionSerializer
 
+    @extend_schema(
+        parameters=[
+            query_parameter("status", "Only these.", type="string", enum=values(ExecutionStatus)),
+            query_parameter("workflow", "A workflow's id or name.", type="string", maxLength=100),
+        ]
+    )
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
-        status_filter = self.request.query_params.get("status")
-        if status_filter and status_filter not in values(ExecutionStatus):
-            raise ValidationError(
-                {"status": [f"Unknown status '{status_filter}'; one of {values(ExecutionStatus)}."]}
-            )
         return selectors.execution_list(
-            status=status_filter, workflow=self.request.query_params.get("workflow")
+            status=query_choice(self.request, "status", values(ExecutionStatus)),
+            workflow=query_text(self.request, "workflow", max_length=100),
         )
 
-    @extend_schema(request=ExecutionCreateSerializer, responses={201: ExecutionSerializer})
+    @extend_schema(
+        request=ExecutionCreateSerializer,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={201: ExecutionSerializer, 409: CONFLICT},
+    )
     def post(self, request: Request) -> Response:
         body = ExecutionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -66,12 +73,15 @@ class ExecutionListCreate(generics.ListAPIView):
             raise ValidationError(
                 {"workflow": [f"No workflow with id or name {data['workflow']!r}."]}
             )
-        version = _version(workflow, data.get("version"))
+        key = request.headers.get("Idempotency-Key") or None
+        if key is not None and len(key) > _MAX_KEY:
+            raise ValidationError({"Idempotency-Key": [f"At most {_MAX_KEY} characters."]})
         execution, _ = execution_start(
-            version=version,
+            version=_version(workflow, data.get("version")),
             input=data.get("input", {}),
-            idempotency_key=request.headers.get("Idempotency-Key") or None,
+            idempotency_key=key,
             start_at=data.get("start_at"),
+            by=request.user.get_username(),
         )
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
 
@@ -96,35 +106,58 @@ def _execution(execution_id) -> Execution:
 
 class TaskList(generics.ListAPIView):
     serializer_class = TaskSerializer
-    pagination_class = EventPagination
+    pagination_class = LogPage
 
     def get_queryset(self):
         return selectors.task_list(execution=_execution(self.kwargs["execution_id"]))
 
 
 class TaskDetail(APIView):
-    @extend_schema(responses=TaskSerializer)
+    """One node with its latest attempts and events, each capped at
+    WORKFLOW_API_TASK_DETAIL_ITEMS; the whole log is at events?node_id=<node_id>."""
+
+    @extend_schema(responses=TaskDetailSerializer)
     def get(self, request: Request, execution_id, node_id: str) -> Response:
         execution = _execution(execution_id)
         task = get_object_or_404(selectors.task_list(execution=execution), node_id=node_id)
-        events = selectors.event_list(execution=execution).filter(node_id=node_id)
-        attempts = selectors.attempt_list(execution=execution, node_id=node_id)
+        cap = settings.WORKFLOW_API_TASK_DETAIL_ITEMS
+        attempts, attempts_total = selectors.latest(
+            selectors.attempt_list(execution=execution, node_id=node_id), "attempt", cap
+        )
+        events, events_total = selectors.latest(
+            selectors.event_list(execution=execution, node_id=node_id), "seq", cap
+        )
         body = TaskSerializer(task).data
         body["attempt_history"] = AttemptSerializer(attempts, many=True).data
+        body["attempts_total"] = attempts_total
         body["events"] = EventSerializer(events, many=True).data
+        body["events_total"] = events_total
         return Response(body)
 
 
 class EventList(generics.ListAPIView):
     serializer_class = EventSerializer
-    pagination_class = EventPagination
+    pagination_class = LogPage
 
-    @extend_schema(parameters=[OpenApiParameter("after_seq", int, description="Tail from here.")])
+    @extend_schema(
+        parameters=[
+            query_parameter(
+                "after_seq",
+                "Only events with a greater seq (tail from here).",
+                type="integer",
+                minimum=0,
+                maximum=MAX_INT32,
+            ),
+            query_parameter("node_id", "Only this node's events.", type="string", maxLength=80),
+        ]
+    )
     def get(self, request: Request, *args, **kwargs) -> Response:
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         execution = _execution(self.kwargs["execution_id"])
         return selectors.event_list(
-            execution=execution, after_seq=_int_param(self.request, "after_seq")
+            execution=execution,
+            after_seq=query_int(self.request, "after_seq", default=0, maximum=MAX_INT32),
+            node_id=query_text(self.request, "node_id", max_length=80),
         )

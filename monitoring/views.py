@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -10,7 +9,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_seriali
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from rest_framework import serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -54,10 +53,8 @@ class _FirstRenderer(BaseContentNegotiation):
 class MetricsView(APIView):
     content_negotiation_class = _FirstRenderer
 
-    def get_permissions(self) -> list[BasePermission]:
-        # Read per request, so that the setting (and override_settings in tests) applies.
-        public = getattr(settings, "WORKFLOW_METRICS_PUBLIC", False)
-        return [AllowAny()] if public else [IsAuthenticated()]
+    # Permissions: config.permissions (executions.view_execution, or anyone when
+    # WORKFLOW_METRICS_PUBLIC is on, read per request).
 
     @extend_schema(
         responses={

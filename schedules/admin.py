@@ -14,18 +14,39 @@ from schedules.services import schedule_delete, schedule_set_enabled
 
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
-    list_display = ["id", "workflow", "version", "cron", "timezone", "enabled", "next_run_at"]
+    list_display = [
+        "id",
+        "workflow",
+        "version",
+        "cron",
+        "timezone",
+        "enabled",
+        "next_run_at",
+        "created_by",
+        "updated_by",
+    ]
     list_filter = ["enabled", "workflow"]
     list_select_related = ["workflow", "version"]
     search_fields = ["workflow__name", "cron"]
-    fields = ["workflow", "version", "cron", "timezone", "input", "enabled", "created_at"]
-    readonly_fields = ["workflow", "version", "cron", "timezone", "input", "created_at"]
+    fields = [
+        "workflow",
+        "version",
+        "cron",
+        "timezone",
+        "input",
+        "enabled",
+        "created_at",
+        "created_by",
+        "updated_at",
+        "updated_by",
+    ]
+    readonly_fields = [f for f in fields if f != "enabled"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def save_model(self, request: HttpRequest, obj: Schedule, form, change: bool) -> None:
-        schedule_set_enabled(schedule=obj, enabled=obj.enabled)
+        schedule_set_enabled(schedule=obj, enabled=obj.enabled, by=request.user.get_username())
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         schedule_delete(schedule=obj)

@@ -6,8 +6,9 @@ from schedules import views
 
 
 def _both(route: str, view, name: str) -> list[URLPattern]:
-    """The route with and without a trailing slash (CONTRACT §4)."""
-    return [path(route, view, name=name), path(f"{route}/", view)]
+    """The route with and without a trailing slash (CONTRACT §4), both named: the name is
+    what config.permissions looks permissions up by."""
+    return [path(route, view, name=name), path(f"{route}/", view, name=name)]
 
 
 urlpatterns = [

@@ -52,6 +52,7 @@ class ScheduleListCreate(generics.ListAPIView):
             timezone_name=data["timezone"],
             input=data["input"],
             enabled=data["enabled"],
+            by=request.user.get_username(),
         )
         created = _schedule(str(schedule.pk))
         return Response(ScheduleSerializer(created).data, status=status.HTTP_201_CREATED)
@@ -71,7 +72,11 @@ class ScheduleDetail(generics.GenericAPIView):
         schedule = _schedule(schedule_id)
         body = ScheduleUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        schedule_set_enabled(schedule=schedule, enabled=body.validated_data["enabled"])
+        schedule_set_enabled(
+            schedule=schedule,
+            enabled=body.validated_data["enabled"],
+            by=request.user.get_username(),
+        )
         return Response(ScheduleSerializer(schedule).data)
 
     @extend_schema(responses={204: None})

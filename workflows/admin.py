@@ -14,7 +14,7 @@ class WorkflowVersionInline(admin.TabularInline):
     model = WorkflowVersion
     extra = 0
     can_delete = False
-    fields = ["version", "created_at", "definition"]
+    fields = ["version", "created_at", "created_by", "definition"]
     readonly_fields = fields
     ordering = ["version"]
     show_change_link = True
@@ -28,10 +28,10 @@ class WorkflowVersionInline(admin.TabularInline):
 
 @admin.register(WorkflowDefinition)
 class WorkflowDefinitionAdmin(admin.ModelAdmin):
-    list_display = ["name", "latest_version", "created_at"]
-    search_fields = ["name", "description"]
-    readonly_fields = ["name", "created_at"]
-    fields = ["name", "description", "created_at"]
+    list_display = ["name", "latest_version", "created_at", "created_by"]
+    search_fields = ["name", "description", "created_by"]
+    readonly_fields = ["name", "created_at", "created_by"]
+    fields = ["name", "description", "created_at", "created_by"]
     inlines = [WorkflowVersionInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[WorkflowDefinition]:
@@ -48,11 +48,11 @@ class WorkflowDefinitionAdmin(admin.ModelAdmin):
 
 @admin.register(WorkflowVersion)
 class WorkflowVersionAdmin(admin.ModelAdmin):
-    list_display = ["workflow", "version", "created_at"]
+    list_display = ["workflow", "version", "created_at", "created_by"]
     list_filter = ["workflow"]
     list_select_related = ["workflow"]
-    search_fields = ["workflow__name"]
-    fields = ["workflow", "version", "created_at", "definition"]
+    search_fields = ["workflow__name", "created_by"]
+    fields = ["workflow", "version", "created_at", "created_by", "definition"]
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -23,7 +23,9 @@ def workflow_list() -> QuerySet[WorkflowDefinition]:
 def workflow_get(*, ref: str) -> WorkflowDefinition | None:
     """A workflow (annotated as in workflow_list) by numeric id or, failing that, by name."""
     workflows = workflow_list()
-    if ref.isascii() and ref.isdigit() and 0 < int(ref) <= _MAX_ID:
+    # The length check first: int() of thousands of digits raises (a 500), and more than
+    # 19 digits cannot be an id anyway.
+    if ref.isascii() and ref.isdigit() and len(ref) <= 19 and 0 < int(ref) <= _MAX_ID:
         found = workflows.filter(pk=int(ref)).first()
         if found is not None:
             return found

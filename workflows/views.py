@@ -38,7 +38,7 @@ class WorkflowListCreate(generics.ListAPIView):
     def post(self, request: Request) -> Response:
         body = WorkflowCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        workflow = workflow_create(**body.validated_data)
+        workflow = workflow_create(**body.validated_data, by=request.user.get_username())
         created = _workflow(str(workflow.pk))
         return Response(WorkflowSerializer(created).data, status=status.HTTP_201_CREATED)
 
@@ -64,6 +64,8 @@ class WorkflowVersionListCreate(generics.ListAPIView):
         body = WorkflowVersionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         version = workflow_version_create(
-            workflow=workflow, definition=body.validated_data["definition"]
+            workflow=workflow,
+            definition=body.validated_data["definition"],
+            by=request.user.get_username(),
         )
         return Response(WorkflowVersionSerializer(version).data, status=status.HTTP_201_CREATED)

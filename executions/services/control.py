@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -24,6 +26,22 @@ class NotAllowed(Exception):
 
 class UnknownNode(Exception):
     """No node of that id in the execution's pinned definition: HTTP 404."""
+
+
+class NotAnApprover(PermissionDenied):
+    """The approval node names its approvers and the user is not one of them: HTTP 403."""
+
+
+def may_approve(username: str, approvers: tuple[str, ...]) -> bool:
+    """Whether the user is named ("user:<username>") or in a named group ("group:<name>").
+    A superuser may approve anything, as Django's own permissions let them do anything."""
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        return False
+    if user.is_superuser or f"user:{username}" in approvers:
+        return True
+    groups = [a.removeprefix("group:") for a in approvers if a.startswith("group:")]
+    return user.groups.filter(name__in=groups).exists()
 
 
 def execution_cancel(*, execution_id: object, by: str = "") -> Execution:
@@ -59,6 +77,11 @@ def signal_send(
             raise UnknownNode(f"no node '{node_id}' in this execution's definition") from None
         if node.type != "approval":
             raise NotAllowed(f"node '{node_id}' is a {node.type} node, not an approval")
+        if node.approvers and not may_approve(by, node.approvers):
+            raise NotAnApprover(
+                f"node '{node_id}' may be approved or rejected only by "
+                f"{', '.join(node.approvers)}; {by or 'an anonymous caller'} is none of them"
+            )
         state = store.load_state(execution)
         current = state.node(node_id)
         if current.status != TaskStatus.WAITING or current.signal is not None:

@@ -45,8 +45,17 @@ def test_create_returns_the_workflow_with_version_1(api: APIClient) -> None:
     response = create(api, description="New user onboarding")
     assert response.status_code == 201, response.content
     body = response.json()
-    assert set(body) == {"id", "name", "description", "latest_version", "created_at", "definition"}
+    assert set(body) == {
+        "id",
+        "name",
+        "description",
+        "latest_version",
+        "created_at",
+        "created_by",
+        "definition",
+    }
     assert body["name"] == "onboarding"
+    assert body["created_by"] == "operator"  # the token's user (audit)
     assert body["description"] == "New user onboarding"
     assert body["latest_version"] == 1
     assert body["definition"] == DEFINITION
@@ -95,7 +104,8 @@ def test_versions_are_numbered_and_listed_oldest_first(api: APIClient, slash: st
     )
     assert response.status_code == 201, response.content
     body = response.json()
-    assert set(body) == {"workflow_id", "version", "definition", "created_at"}
+    assert set(body) == {"workflow_id", "version", "definition", "created_at", "created_by"}
+    assert body["created_by"] == "operator"
     assert (body["workflow_id"], body["version"], body["definition"]) == (workflow_id, 2, ONE_NODE)
     by_name = api.post("/workflows/onboarding/versions", {"definition": DEFINITION}, format="json")
     assert by_name.json()["version"] == 3
@@ -299,8 +309,13 @@ def test_body_too_large_is_413(api: APIClient, settings) -> None:
     assert WorkflowDefinition.objects.filter(name="big").count() == 0
 
 
-def test_form_and_text_bodies_never_500(api: APIClient) -> None:
+def test_only_json_bodies_are_accepted(api: APIClient) -> None:
+    # Forms and multipart were accepted before; only JSON now (a multipart file part
+    # would be streamed past the body size limit).
     form = api.post("/workflows", {"name": "form", "definition": "{}"})
-    assert form.status_code == 400 and form.json()["detail"]
+    assert form.status_code == 415 and form.json()["detail"]
+    multipart = api.post("/workflows", {"name": "form", "definition": "{}"}, format="multipart")
+    assert multipart.status_code == 415 and multipart.json()["detail"]
     text = api.generic("POST", "/workflows", "hello", content_type="text/plain")
     assert text.status_code == 415 and text.json()["detail"]
+    assert not WorkflowDefinition.objects.filter(name="form").exists()

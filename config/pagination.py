@@ -1,0 +1,58 @@
+"""Every list is paginated with a capped page size, and its limit/offset parsed strictly.
+
+DRF's LimitOffsetPagination silently ignores a bad ?limit= and honours any size up to
+max_limit only when max_limit is set; here a bad value is a 400 naming the parameter, and
+every class has a max_limit, documented in the schema as the parameter's maximum.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+
+from config.fields import MAX_INT32
+from config.parsers import query_int
+
+
+class Page(LimitOffsetPagination):
+    """/workflows, /executions, /schedules, a workflow's versions."""
+
+    default_limit = 50
+    max_limit: int = getattr(settings, "WORKFLOW_API_MAX_PAGE_SIZE", 500)
+    max_offset = MAX_INT32
+
+    def get_limit(self, request: Request) -> int:
+        return query_int(
+            request,
+            self.limit_query_param,
+            default=self.default_limit,
+            minimum=1,
+            maximum=self.max_limit,
+        )
+
+    def get_offset(self, request: Request) -> int:
+        return query_int(request, self.offset_query_param, default=0, maximum=self.max_offset)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        bounds = {
+            self.limit_query_param: {
+                "minimum": 1,
+                "maximum": self.max_limit,
+                "default": self.default_limit,
+            },
+            self.offset_query_param: {"minimum": 0, "maximum": self.max_offset, "default": 0},
+        }
+        for parameter in parameters:
+            parameter["schema"].update(bounds.get(parameter["name"], {}))
+        return parameters
+
+
+class LogPage(Page):
+    """An execution's tasks and events: larger pages, still capped."""
+
+    default_limit = 500
+    max_limit: int = getattr(settings, "WORKFLOW_API_MAX_LOG_PAGE_SIZE", 5000)

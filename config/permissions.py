@@ -1,0 +1,98 @@
+"""The one place that says which Django permission each endpoint and method needs.
+
+Routes are looked up by URL name (both the slash and no-slash forms carry it). A route
+with no rule here is refused for everyone: a new endpoint is closed until it is mapped
+(tests/api/test_permissions.py checks that every API route has a rule). HEAD and OPTIONS
+need what GET needs. A superuser has every permission (Django's has_perm).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from rest_framework.permissions import BasePermission
+
+if TYPE_CHECKING:  # rest_framework.views imports this module through its settings
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
+VIEW_WORKFLOW = "workflows.view_workflowdefinition"
+VIEW_VERSION = "workflows.view_workflowversion"
+VIEW_EXECUTION = "executions.view_execution"
+OPERATE = "executions.operate_execution"
+APPROVE = "executions.approve_task"
+VIEW_SCHEDULE = "schedules.view_schedule"
+
+#: route name -> method -> the permissions it needs (all of them).
+RULES: dict[str, dict[str, tuple[str, ...]]] = {
+    "workflow-list": {
+        "GET": (VIEW_WORKFLOW,),
+        "POST": ("workflows.add_workflowdefinition", "workflows.add_workflowversion"),
+    },
+    "workflow-detail": {"GET": (VIEW_WORKFLOW,)},
+    "workflow-versions": {
+        "GET": (VIEW_WORKFLOW, VIEW_VERSION),
+        "POST": ("workflows.change_workflowdefinition", "workflows.add_workflowversion"),
+    },
+    "execution-list": {"GET": (VIEW_EXECUTION,), "POST": ("executions.add_execution",)},
+    # An execution's tasks, events and state are part of it: viewing it is enough.
+    "execution-detail": {"GET": (VIEW_EXECUTION,)},
+    "task-list": {"GET": (VIEW_EXECUTION,)},
+    "task-detail": {"GET": (VIEW_EXECUTION,)},
+    "event-list": {"GET": (VIEW_EXECUTION,)},
+    "state": {"GET": (VIEW_EXECUTION,)},
+    "cancel": {"POST": (OPERATE,)},
+    "retry": {"POST": (OPERATE,)},
+    "replay": {"POST": (OPERATE,)},
+    # Approval nodes may further name their approvers (executions.services.control).
+    "approve": {"POST": (APPROVE,)},
+    "reject": {"POST": (APPROVE,)},
+    "schedule-list": {"GET": (VIEW_SCHEDULE,), "POST": ("schedules.add_schedule",)},
+    "schedule-detail": {
+        "GET": (VIEW_SCHEDULE,),
+        "PATCH": ("schedules.change_schedule",),
+        "DELETE": ("schedules.delete_schedule",),
+    },
+    # Counts of executions and tasks by status: what a viewer of executions may see.
+    "metrics": {"GET": (VIEW_EXECUTION,)},
+}
+
+#: Routes anyone may call, authenticated or not.
+PUBLIC = frozenset({"healthz", "schema", "docs"})
+
+
+def required(route: str | None, method: str) -> tuple[str, ...] | None:
+    """The permissions a request needs, or None when the route/method has no rule."""
+    method = "GET" if method in ("HEAD", "OPTIONS") else method
+    return RULES.get(route or "", {}).get(method)
+
+
+class RoutePermission(BasePermission):
+    """Authenticated, and holding every permission RULES names for the route and method.
+    Anonymous requests fail first, which DRF turns into a 401."""
+
+    message = "You do not have permission to perform this action."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        route = request.resolver_match.url_name if request.resolver_match else None
+        if route in PUBLIC or (route == "metrics" and settings.WORKFLOW_METRICS_PUBLIC):
+            return True
+        if not (request.user and request.user.is_authenticated):
+            return False
+        needed = required(route, request.method or "")
+        if needed is None:
+            self.message = (
+                f"No permission is mapped for {request.method} on this endpoint "
+                f"({route}): add it to config/permissions.py."
+            )
+            return False
+        missing = [p for p in needed if not request.user.has_perm(p)]
+        if missing:
+            self.message = (
+                f"{request.method} {request.path} needs the permission "
+                f"{', '.join(repr(p) for p in missing)}; ask an administrator for a role "
+                "that grants it (groups viewer, operator, approver, author)."
+            )
+            return False
+        return True

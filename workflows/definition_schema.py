@@ -1,0 +1,157 @@
+"""The JSON Schema of a definition (CONTRACT §2), for the OpenAPI document.
+
+It says what a JSON Schema can: the fields of a definition and of each node, their types
+and ranges, and that no other field is accepted. The DSL parser (workflows/dsl) is the
+authority and checks what a schema cannot: that depends_on names existing nodes, that
+the graph is acyclic, which fields each node type requires, that templates parse, that
+functions are registered and referenced workflows exist. Its 400 names node and field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, HTTP_METHODS, TYPE_FIELDS
+from workflows.dsl.model import NODE_TYPES, TRIGGER_RULES
+from workflows.dsl.parser import TOP_FIELDS
+
+NODE_ID = {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"}
+TEMPLATE = {"type": "string", "description": "A JMESPath expression over the context."}
+ANY_JSON: dict[str, Any] = {"description": "Any JSON; strings may hold {{ templates }}."}
+SECONDS = {"type": "number", "exclusiveMinimum": True, "minimum": 0}
+
+RETRY_POLICY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "max_attempts": {"type": "integer", "minimum": 1},
+        "initial_interval_seconds": SECONDS,
+        "backoff_coefficient": {"type": "number", "minimum": 1},
+        "max_interval_seconds": SECONDS,
+        "jitter": {"type": "boolean"},
+        "non_retryable_errors": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url"],
+    "properties": {
+        "method": {
+            "type": "string",
+            "description": f"One of {', '.join(HTTP_METHODS)}, any case (default GET).",
+        },
+        "url": {"type": "string", "description": "http:// or https://, may hold templates."},
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+        "params": {"type": "object"},
+        "json": ANY_JSON,
+        "body": {"type": "string"},
+    },
+}
+
+#: Fields every node body has, and those of each type (only its type's are accepted).
+BODY_FIELDS: dict[str, Any] = {
+    "type": {"type": "string", "enum": list(NODE_TYPES)},
+    "input": ANY_JSON,
+    "retry_policy": {"$ref": "#/components/schemas/RetryPolicy"},
+    "timeout_seconds": {**SECONDS, "description": "Per attempt, start to close."},
+    "heartbeat_timeout_seconds": {**SECONDS, "description": "The lease of an attempt."},
+    # function
+    "function": {"type": "string", "description": "function: a registered function's name."},
+    # http
+    "request": {**REQUEST, "description": "http: the request to send."},
+    "success_status": {
+        "oneOf": [
+            {"type": "integer", "minimum": 100, "maximum": 599},
+            {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "integer", "minimum": 100, "maximum": 599},
+            },
+        ],
+        "description": "http: the status, or statuses, that count as success (default 2xx).",
+    },
+    # delay
+    "seconds": {"type": "number", "minimum": 0, "description": "delay: how long."},
+    "until": {"type": "string", "description": "delay: an ISO 8601 instant with an offset."},
+    # approval
+    "approvers": {
+        "type": "array",
+        "minItems": 1,
+        "items": {"type": "string", "pattern": r"^(group|user):[\w.@+ -]{1,150}$"},
+        "description": 'approval: who may answer, e.g. ["group:finance", "user:ada"].',
+    },
+    # workflow
+    "workflow": {
+        "type": "string",
+        "pattern": r"^[a-z0-9][a-z0-9_-]{0,99}$",
+        "description": "workflow: the child workflow's name.",
+    },
+    "version": {"type": "integer", "minimum": 1, "description": "workflow: pin a version."},
+    # map
+    "items": {**TEMPLATE, "description": "map: an expression that yields a list."},
+    "node": {"$ref": "#/components/schemas/NodeBody"},
+    "max_parallel": {"type": "integer", "minimum": 1},
+}
+
+
+def _in_step(properties: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """Exactly the parser's fields: one it accepts that this module has not described yet
+    is documented as any JSON rather than refused by the schema."""
+    return {name: properties.get(name, ANY_JSON) for name in fields}
+
+
+_BODY_NAMES = (*COMMON_FIELDS, *(f for fields in TYPE_FIELDS.values() for f in fields))
+BODY_FIELDS = _in_step(BODY_FIELDS, _BODY_NAMES)
+
+NODE_BODY = {
+    "type": "object",
+    "description": "A node without id/depends_on: a compensation, or a map's per-item node.",
+    "additionalProperties": False,
+    "required": ["type"],
+    "properties": BODY_FIELDS,
+}
+
+NODE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["id", "type"],
+    "properties": _in_step(
+        {
+            "id": NODE_ID,
+            "depends_on": {"type": "array", "items": NODE_ID, "uniqueItems": True},
+            "when": {**TEMPLATE, "description": "Falsy: the node is skipped."},
+            "trigger_rule": {"type": "string", "enum": list(TRIGGER_RULES)},
+            "compensation": {"$ref": "#/components/schemas/NodeBody"},
+            **BODY_FIELDS,
+        },
+        (*GRAPH_FIELDS, *_BODY_NAMES),
+    ),
+}
+
+DEFINITION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["nodes"],
+    "properties": _in_step(
+        {
+            "nodes": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"$ref": "#/components/schemas/Node"},
+            },
+            "retry_policy": {"$ref": "#/components/schemas/RetryPolicy"},
+            "output": ANY_JSON,
+        },
+        TOP_FIELDS,
+    ),
+}
+
+#: Components the definition's schema refers to, registered by the OpenAPI hook.
+COMPONENTS = {
+    "Definition": DEFINITION,
+    "RetryPolicy": RETRY_POLICY,
+    "NodeBody": NODE_BODY,
+    "Node": NODE,
+}
