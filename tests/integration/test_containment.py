@@ -1,0 +1,219 @@
+"""Containment on real workers (issue 8): whatever breaks inside one execution ends that
+execution failed with an error naming what broke, and the executions started after it
+still time out, retry and finish on time (the `canary`).
+
+Offenders: a version row corrupted by raw SQL under an execution (its claim, its timer),
+the issue's `when` that overflows on an all_done node after a failed one, a workflow that
+calls itself (the depth backstop), and a sub-workflow node that times out on its child.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from executions.models import Event, Execution, Task
+from executions.services.start import execution_start
+from tests.factories import events, make_version, start
+
+#: timed out twice (1 s each) with one retry between, while `quick` succeeds and `after`
+#: (all_done) runs: the execution ends failed, as strict failure says, in a few seconds.
+CANARY = {
+    "nodes": [
+        {
+            "id": "slow",
+            "type": "function",
+            "function": "std.sleep",
+            "input": {"seconds": 30},
+            "timeout_seconds": 1,
+            "retry_policy": {"max_attempts": 2, "initial_interval_seconds": 0.2, "jitter": False},
+        },
+        {"id": "quick", "type": "function", "function": "std.sleep", "input": {"seconds": 0.2}},
+        {
+            "id": "after",
+            "type": "function",
+            "function": "std.echo",
+            "depends_on": ["slow", "quick"],
+            "trigger_rule": "all_done",
+            "input": "{{ nodes.quick.output }}",
+        },
+    ]
+}
+#: With timeouts working the canary ends in about 5 s; broken, `slow` alone would take 60.
+CANARY_SECONDS = 15.0
+
+TWO_STEPS = {
+    "nodes": [
+        {"id": "a", "type": "function", "function": "std.sleep", "input": {"seconds": 0.5}},
+        {"id": "b", "type": "function", "function": "std.echo", "depends_on": ["a"]},
+    ]
+}
+
+
+def assert_canary_works(live) -> None:
+    began = time.monotonic()
+    canary = start(CANARY)
+    done = live.wait(canary.pk, timeout=40)
+    took = time.monotonic() - began
+    assert took < CANARY_SECONDS, f"the canary took {took:.1f}s"
+    assert done.status == "failed" and done.error["nodes"] == ["slow"], done.error
+    timeouts = events(done, "task_timed_out", "slow")
+    assert [e.attempt for e in timeouts] == [1, 2]
+    assert all("timeout_seconds passed" in e.data["error"]["message"] for e in timeouts)
+    assert len(events(done, "task_retry_scheduled", "slow")) == 1
+    statuses = dict(Task.objects.filter(execution=done).values_list("node_id", "status"))
+    assert statuses == {"slow": "failed", "quick": "succeeded", "after": "succeeded"}
+
+
+@contextmanager
+def corrupted_definition(version_id: int) -> Iterator[None]:
+    """Corrupt the version row behind the ORM's back; restore it afterwards (the test
+    process keeps its parsed copy, so the replay check can still read it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT definition::text FROM workflows_workflowversion WHERE id = %s", [version_id]
+        )
+        (original,) = cursor.fetchone()
+        cursor.execute(
+            "UPDATE workflows_workflowversion SET definition = %s WHERE id = %s",
+            ['{"nodes": "not a list"}', version_id],
+        )
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE workflows_workflowversion SET definition = %s WHERE id = %s",
+                [original, version_id],
+            )
+
+
+def assert_engine_error(execution: Execution, where: str) -> None:
+    assert execution.status == "failed", execution.error
+    error = execution.error
+    assert error["type"] == "EngineError" and error["where"] == where, error
+    assert error["message"].startswith("DefinitionError: nodes: must be a non-empty list"), error
+    assert Event.objects.filter(execution=execution, type="engine_error").count() == 1
+
+
+def test_a_definition_corrupted_under_an_execution_fails_it_at_the_claim(live) -> None:
+    version = make_version(TWO_STEPS)
+    began = time.monotonic()
+    # Corrupted in the start's own transaction: no worker ever saw the good definition.
+    with transaction.atomic():
+        execution, _ = execution_start(version=version, input={})
+        stack = corrupted_definition(version.pk)
+        stack.__enter__()
+    try:
+        done = live.wait(execution.pk, timeout=30)
+    finally:
+        stack.__exit__(None, None, None)
+    # At once, by the worker's boundary: not after a lease (30 s) or a republish.
+    assert time.monotonic() - began < 10
+    assert_engine_error(done, "worker")
+    cancelled = events(done, "task_cancelled", "a")
+    assert len(cancelled) == 1 and cancelled[0].data == {"reason": "engine error"}
+    assert_canary_works(live)
+
+
+def test_a_definition_corrupted_before_a_scheduled_start_fails_it_at_the_timer(live) -> None:
+    version = make_version(TWO_STEPS)
+    with transaction.atomic():
+        execution, _ = execution_start(
+            version=version, input={}, start_at=timezone.now() + timedelta(seconds=1)
+        )
+        stack = corrupted_definition(version.pk)
+        stack.__enter__()
+    try:
+        done = live.wait(execution.pk, timeout=30)
+    finally:
+        stack.__exit__(None, None, None)
+    assert_engine_error(done, "timer")
+    assert [e.type for e in events(done)] == ["engine_error", "workflow_failed"]
+    assert_canary_works(live)
+
+
+def test_the_issue_overflowing_when_after_a_failed_node_ends_only_its_execution(live) -> None:
+    offender = start(
+        {
+            "nodes": [
+                {
+                    "id": "bad",
+                    "type": "function",
+                    "function": "std.fail",
+                    "input": {"message": "first", "retryable": False},
+                },
+                {
+                    "id": "after",
+                    "type": "function",
+                    "function": "std.echo",
+                    "depends_on": ["bad"],
+                    "trigger_rule": "all_done",
+                    "when": "ceil(`1e999`) == `0`",
+                },
+            ]
+        }
+    )
+    done = live.wait(offender.pk, timeout=30)
+    assert done.status == "failed"
+    after = Task.objects.get(execution=done, node_id="after")
+    # Whichever layer caught it (the template layer failing the node with a TemplateError,
+    # or the engine-error backstop failing the execution), the error says what broke.
+    said = f"{after.error} {done.error}"
+    assert "OverflowError" in said, said
+    assert_canary_works(live)
+
+
+def test_a_workflow_calling_itself_stops_at_the_depth_limit(live) -> None:
+    # make_version skips the cycle check (a cycle that slipped in, e.g. by a race).
+    name = f"again-{time.monotonic_ns()}"
+    make_version(
+        {"nodes": [{"id": "again", "type": "workflow", "workflow": name, "input": "{{ input }}"}]},
+        name=name,
+    )
+    top = start({"nodes": [{"id": "enter", "type": "workflow", "workflow": name}]})
+    began = time.monotonic()
+    done = live.wait(top.pk, timeout=90)
+    took = time.monotonic() - began
+    assert done.status == "failed"
+    chain = [done]
+    while True:
+        child = Execution.objects.filter(parent_execution=chain[-1]).first()
+        if child is None:
+            break
+        chain.append(live.wait(child.pk, timeout=30))
+    # top is depth 0, WORKFLOW_MAX_DEPTH (16) children below it, and no deeper.
+    assert [e.depth for e in chain] == list(range(17))
+    assert all(e.status == "failed" for e in chain)
+    deepest = chain[-1].error["cause"]
+    assert deepest["type"] == "MaxDepthExceeded" and "WORKFLOW_MAX_DEPTH=16" in deepest["message"]
+    print(f"depth backstop: 17 nested executions failed in {took:.1f}s")
+    assert_canary_works(live)
+
+
+def test_a_sub_workflow_node_that_times_out_cancels_its_child(live) -> None:
+    name = make_version({"nodes": [{"id": "wait", "type": "delay", "seconds": 600}]}).workflow.name
+    parent = start(
+        {
+            "nodes": [
+                {
+                    "id": "sub",
+                    "type": "workflow",
+                    "workflow": name,
+                    "timeout_seconds": 1,
+                    "retry_policy": {"max_attempts": 1},
+                }
+            ]
+        }
+    )
+    done = live.wait(parent.pk, timeout=30)
+    assert done.status == "failed" and done.error["cause"]["type"] == "Timeout"
+    child = Execution.objects.get(parent_execution=done)
+    assert (child.parent_node_id, child.parent_attempt) == ("sub", 1)
+    child = live.wait(child.pk, timeout=20)
+    assert child.status == "cancelled"
