@@ -1,0 +1,182 @@
+"""The recorded scenarios: definitions and what drives each one on real workers.
+
+Between them they produce every event type and every node kind, so a change to fold,
+decide or the stored payloads that would break replaying executions already in a database
+breaks tests/golden/test_golden_histories.py instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FAST_RETRY = {"max_attempts": 3, "initial_interval_seconds": 0.2, "backoff_coefficient": 2.0}
+
+
+def signup(http_url: str) -> dict[str, Any]:
+    """function, http, delay, parallel branches, a `when` that skips, an all_done join."""
+    return {
+        "nodes": [
+            {
+                "id": "verify",
+                "type": "function",
+                "function": "std.echo",
+                "input": {"user": "{{ input.user_id }}"},
+            },
+            {
+                "id": "workspace",
+                "type": "http",
+                "depends_on": ["verify"],
+                "request": {
+                    "method": "POST",
+                    "url": f"{http_url}/workspaces",
+                    "json": {"owner": "{{ nodes.verify.output.user }}"},
+                },
+            },
+            {"id": "cool_off", "type": "delay", "depends_on": ["workspace"], "seconds": 0.3},
+            {
+                "id": "email",
+                "type": "function",
+                "function": "std.echo",
+                "depends_on": ["cool_off"],
+                "input": {"to": "user-{{ input.user_id }}@example.com"},
+            },
+            {
+                "id": "vip",
+                "type": "function",
+                "function": "std.noop",
+                "depends_on": ["cool_off"],
+                "when": "input.vip",
+            },
+            {
+                "id": "done",
+                "type": "function",
+                "function": "std.echo",
+                "depends_on": ["email", "vip"],
+                "trigger_rule": "all_done",
+                "input": {"email": "{{ nodes.email.output.to }}"},
+            },
+        ],
+        "output": "{{ nodes.done.output }}",
+    }
+
+
+def http_retries(http_url: str) -> dict[str, Any]:
+    """task_failed, task_retry_scheduled, a retry timer firing, success on attempt 3."""
+    return {
+        "nodes": [
+            {
+                "id": "call",
+                "type": "http",
+                "request": {"method": "GET", "url": f"{http_url}/flaky"},
+            }
+        ],
+        "retry_policy": {**FAST_RETRY, "max_attempts": 5},
+    }
+
+
+APPROVAL = {
+    "nodes": [
+        {"id": "prepare", "type": "function", "function": "std.echo", "input": {"n": 1}},
+        {"id": "sign_off", "type": "approval", "depends_on": ["prepare"]},
+        {
+            "id": "ship",
+            "type": "function",
+            "function": "std.echo",
+            "depends_on": ["sign_off"],
+            "input": {"approved_by": "{{ nodes.sign_off.output.by }}"},
+        },
+    ]
+}
+
+CHILD = {
+    "nodes": [{"id": "inner", "type": "function", "function": "std.echo", "input": "{{ input }}"}],
+    "output": "{{ nodes.inner.output }}",
+}
+
+
+def parent(child_name: str) -> dict[str, Any]:
+    return {
+        "nodes": [
+            {
+                "id": "sub",
+                "type": "workflow",
+                "workflow": child_name,
+                "input": {"x": "{{ input.x }}"},
+            },
+            {
+                "id": "after",
+                "type": "function",
+                "function": "std.echo",
+                "depends_on": ["sub"],
+                "input": "{{ nodes.sub.output }}",
+            },
+        ]
+    }
+
+
+MAP = {
+    "nodes": [
+        {
+            "id": "each",
+            "type": "map",
+            "items": "input.items",
+            "max_parallel": 2,
+            "node": {"type": "function", "function": "std.echo", "input": {"v": "{{ item }}"}},
+        }
+    ]
+}
+
+COMPENSATION = {
+    "nodes": [
+        {
+            "id": "reserve",
+            "type": "function",
+            "function": "std.echo",
+            "input": {"seat": 7},
+            "compensation": {"type": "function", "function": "std.echo", "input": {"undo": 7}},
+        },
+        {
+            "id": "charge",
+            "type": "function",
+            "function": "std.fail",
+            "depends_on": ["reserve"],
+            "input": {"message": "card declined", "retryable": False},
+        },
+    ]
+}
+
+SLEEPER = {
+    "nodes": [
+        {"id": "nap", "type": "function", "function": "std.sleep", "input": {"seconds": 20}},
+        {"id": "after", "type": "function", "function": "std.noop", "depends_on": ["nap"]},
+    ]
+}
+
+TIMEOUT = {
+    "nodes": [
+        {
+            "id": "slow",
+            "type": "function",
+            "function": "std.sleep",
+            "input": {"seconds": 10},
+            "timeout_seconds": 1,
+            "retry_policy": {"max_attempts": 1},
+        }
+    ]
+}
+
+
+def fixable(http_url: str) -> dict[str, Any]:
+    """Fails for good (one attempt), then an operator's retry succeeds: retry_requested."""
+    return {
+        "nodes": [
+            {"id": "first", "type": "function", "function": "std.echo", "input": {"a": 1}},
+            {
+                "id": "call",
+                "type": "http",
+                "depends_on": ["first"],
+                "request": {"method": "GET", "url": f"{http_url}/fixable"},
+                "retry_policy": {"max_attempts": 1},
+            },
+        ]
+    }
