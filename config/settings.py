@@ -218,6 +218,48 @@ WORKFLOW_API_MAX_LOG_PAGE_SIZE = int(os.environ.get("WORKFLOW_API_MAX_LOG_PAGE_S
 WORKFLOW_API_TASK_DETAIL_ITEMS = int(os.environ.get("WORKFLOW_API_TASK_DETAIL_ITEMS", "100"))
 
 # --- Trust: permissions, secrets, safe defaults (issue 9) ----------------------
+# Compact JSON bytes of one recorded output or error; past it the node fails with
+# OutputTooLarge (an error is cut instead). Above WORKFLOW_HTTP_MAX_RESPONSE_BYTES, so a
+# response the HTTP node keeps still fits with its headers.
+WORKFLOW_MAX_RECORDED_BYTES = int(
+    os.environ.get("WORKFLOW_MAX_RECORDED_BYTES", str(2 * 1024 * 1024))
+)
+# The built-in SECRET_KEY is in the source: sessions, CSRF tokens and password resets
+# signed with it can be forged by anyone. Only a DEBUG process may run with it; ./dev and
+# the test settings (tests/settings.py) export a key of their own.
+BUILT_IN_SECRET_KEY = "dev-only-insecure-key-change-me-in-production"
+if not DEBUG and SECRET_KEY == BUILT_IN_SECRET_KEY:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "refusing to start: DEBUG is off and SECRET_KEY is the built-in development key. "
+        "Set SECRET_KEY to a long random value (e.g. the output of "
+        "python -c 'import secrets; print(secrets.token_urlsafe(50))'), or DEBUG=1 for "
+        "local development only."
+    )
+# Origins (scheme://host[:port]) allowed to send unsafe requests with a session, e.g.
+# https://workflows.example.com when the API sits behind a proxy on another origin.
+CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS")
+# "HEADER,value" that a TLS-terminating proxy sets, e.g. HTTP_X_FORWARDED_PROTO,https.
+# Only set it behind a proxy that strips the header from clients' requests.
+_PROXY_HEADER = [part.strip() for part in os.environ.get("SECURE_PROXY_SSL_HEADER", "").split(",")]
+if any(_PROXY_HEADER):
+    if len(_PROXY_HEADER) != 2 or not all(_PROXY_HEADER):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            "SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
+        )
+    SECURE_PROXY_SSL_HEADER = (_PROXY_HEADER[0], _PROXY_HEADER[1])
+# WORKFLOW_TLS=1 when clients reach the API over HTTPS (directly or through the proxy):
+# cookies only over TLS, and HSTS so browsers never fall back to plain HTTP.
+WORKFLOW_TLS = _flag("WORKFLOW_TLS")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = WORKFLOW_TLS
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000")) if WORKFLOW_TLS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = WORKFLOW_TLS and _flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+# Off by default even behind TLS: health probes often speak plain HTTP to the container.
+SECURE_SSL_REDIRECT = WORKFLOW_TLS and _flag("SECURE_SSL_REDIRECT")
+SESSION_COOKIE_HTTPONLY = True
 
 LOGGING = {
     "version": 1,

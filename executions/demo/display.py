@@ -124,7 +124,7 @@ def print_pointers(execution_id: str, base_url: str, token: str, out: Out) -> No
     logs = Path(settings.VAR_DIR) / "logs"
     out("")
     out("Where to look:")
-    out(f"  admin     {base_url}/admin/   (user admin, password admin)")
+    out(f"  admin     {base_url}/admin/   (user admin)")
     out(f"  API       {base_url}/workflows   {base_url}/executions")
     out(f"  docs      {base_url}/docs   (OpenAPI: {base_url}/schema)")
     out(f"  token     {token}")

@@ -31,21 +31,29 @@ from executions.demo.processes import ChildDied, Stop, Supervisor, port_in_use
 DEFINITION_FILE = Path(settings.BASE_DIR) / "nodes" / "demo_workflow.json"
 
 
+class DemoUserUnusable(DemoError):
+    """The `admin` user exists but cannot drive the demo; run_demo will not change it."""
+
+
 def ensure_admin(out: Callable[[str], None]) -> str:
-    """The superuser admin/admin (made or repaired) and its API token."""
+    """A superuser `admin` and its API token. Made (password `admin`) only when no user of
+    that name exists: an existing user is never changed, its password least of all."""
     from rest_framework.authtoken.models import Token
 
     User = get_user_model()
-    user, created = User.objects.get_or_create(
-        username="admin",
-        defaults={"email": "admin@example.com", "is_staff": True, "is_superuser": True},
-    )
-    if created or not (user.is_staff and user.is_superuser and user.check_password("admin")):
-        user.is_staff = user.is_superuser = user.is_active = True
-        user.set_password("admin")
-        user.save()
+    user = User.objects.filter(username="admin").first()
+    if user is None:
+        user = User.objects.create_superuser("admin", "admin@example.com", "admin")
+        out("Superuser admin created (password admin: a demo machine only)")
+    elif not (user.is_active and user.is_superuser):
+        raise DemoUserUnusable(
+            "user 'admin' exists but is not an active superuser; run_demo never changes an "
+            "existing user: make it one in the admin, or run the demo on a fresh database"
+        )
+    else:
+        out("Superuser admin exists: using it as it is (its password is unchanged)")
     token, _ = Token.objects.get_or_create(user=user)
-    out(f"Superuser admin/admin {'created' if created else 'ready'}; API token {token.key}")
+    out(f"API token {token.key}")
     return token.key
 
 

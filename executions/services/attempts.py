@@ -1,5 +1,7 @@
 """A worker's side of an attempt: claim, renew the lease, record exactly one result.
 
+Every result passes `recordable` first (secrets masked, NaN refused, size bounded).
+
 Every step is one conditional UPDATE on the Attempt row; zero rows updated means the
 attempt is no longer this worker's (a duplicate message, a timeout, a cancel) and the
 worker drops what it has. The result event's unique constraint is the last backstop.
@@ -24,6 +26,7 @@ from executions.engine.state import ExecutionState
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.projections import project
 from executions.services.advance import record_and_advance
+from executions.services.recorded import recordable
 from nodes.secrets import secret_names, template_of
 from workflows.dsl import Node
 
@@ -191,6 +194,11 @@ def _finish(
 ) -> tuple[bool, Claimed | None]:
     """Record the attempt's one result and advance: (recorded, the next attempt claimed for
     `claim_next_for`). Not recorded: refused, not this attempt's turn."""
+    # The one gate for what a worker writes: secrets masked, NaN and oversized outputs
+    # turned into the node's failure (executions/services/recorded.py).
+    recorded_type, data = recordable(event_type, data)
+    if recorded_type != event_type:
+        status, event_type = AttemptStatus.FAILED, recorded_type
     try:
         with transaction.atomic():
             row = Attempt.objects.filter(pk=attempt_id).first()

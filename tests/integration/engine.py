@@ -21,6 +21,8 @@ from executions.models import Execution
 from executions.projections import differences
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A secret the workers hold and nothing may ever record (URL-safe: no encoded forms).
+CANARY = "cAnArY-5e1f0a9c7b3d"
 
 
 def database_url() -> str:
@@ -67,6 +69,8 @@ class Engine:
             # Test servers live on loopback, which HTTP nodes refuse unless allowed.
             "WORKFLOW_HTTP_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "WORKFLOW_SECRET_API_TOKEN": "s3cr3t-from-env",
+            # Searched for in every table, response and log (test_secrets_canary.py).
+            "WORKFLOW_SECRET_CANARY": CANARY,
             # The sweeper republishes a lost run_task message this soon (tests wait for it).
             "WORKFLOW_REPUBLISH_AFTER_SECONDS": "2",
         }

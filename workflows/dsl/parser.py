@@ -17,9 +17,9 @@ from workflows.dsl.graph import find_cycles, upstream
 from workflows.dsl.model import TRIGGER_RULES, Definition, Node, RetryPolicy
 from workflows.dsl.policy import parse_policy
 from workflows.dsl.problems import DefinitionError, Problem
-from workflows.dsl.references import check_bare, check_templates
+from workflows.dsl.references import check_bare, check_declared_secrets, check_templates
 
-TOP_FIELDS = ("nodes", "retry_policy", "output")
+TOP_FIELDS = ("nodes", "retry_policy", "output", "secrets")
 NODE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 #: Far beyond any hand-written workflow; bounds the cost of validating one.
 MAX_NODES = 1000
@@ -93,6 +93,7 @@ def _definition(c: Collector, raw: object) -> Definition | None:
             c, top["output"], scope=Scope(node=None, owner=None, secrets_ok=False), field="output"
         )
     _check_references(c, parents, ids)
+    check_declared_secrets(c, top)
     return Definition(nodes=nodes, retry_policy=policy, output=top.get("output"))
 
 

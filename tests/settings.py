@@ -1,0 +1,13 @@
+"""The test run's settings: the project's own, with a SECRET_KEY of the run's.
+
+config/settings.py refuses the built-in key when DEBUG is off, as CI runs. Set here, in
+the environment, so that the worker and beat processes the integration tests start (they
+inherit it) sign with the same key.
+"""
+
+import os
+import secrets
+
+os.environ.setdefault("SECRET_KEY", f"tests-only-{secrets.token_urlsafe(40)}")
+
+from config.settings import *  # noqa: E402, F403
