@@ -203,6 +203,56 @@ WORKFLOW_METRICS_PUBLIC = _flag("WORKFLOW_METRICS_PUBLIC")
 WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.demo")
 
 # --- Containment: bounds on work (issue 8) -------------------------------------
+# Read by executions.apps into workflows/dsl/limits.py; each bound names its setting in
+# the error it causes. Past a bound: 400 when the definition shows it, else the node fails.
+# Characters in one template or bare expression (400 at definition time).
+WORKFLOW_MAX_EXPRESSION_LENGTH = int(os.environ.get("WORKFLOW_MAX_EXPRESSION_LENGTH", "2048"))
+# Work units (AST visits + sizes of what it builds) of one render or expression.
+WORKFLOW_MAX_EXPRESSION_WORK = int(os.environ.get("WORKFLOW_MAX_EXPRESSION_WORK", "250000"))
+# Characters of expression text kept compiled in memory per process.
+WORKFLOW_EXPRESSION_CACHE_CHARS = int(os.environ.get("WORKFLOW_EXPRESSION_CACHE_CHARS", "262144"))
+# Bytes (compact JSON) of any value a template renders (node inputs, map items).
+WORKFLOW_MAX_RENDERED_BYTES = int(os.environ.get("WORKFLOW_MAX_RENDERED_BYTES", "1048576"))
+# A delay's seconds, or how far ahead its until may be (default ten years: the
+# contract's example waits until 2030).
+WORKFLOW_MAX_DELAY_SECONDS = float(os.environ.get("WORKFLOW_MAX_DELAY_SECONDS", "316224000"))
+# Items of one map node; past it the map node fails.
+WORKFLOW_MAP_MAX_ITEMS = int(os.environ.get("WORKFLOW_MAP_MAX_ITEMS", "10000"))
+# A map's max_parallel when none is given, and the largest it may give.
+WORKFLOW_MAP_DEFAULT_MAX_PARALLEL = int(os.environ.get("WORKFLOW_MAP_DEFAULT_MAX_PARALLEL", "32"))
+WORKFLOW_MAP_MAX_PARALLEL = int(os.environ.get("WORKFLOW_MAP_MAX_PARALLEL", "1000"))
+# retry_policy.max_attempts at most, initial_interval_seconds at least.
+WORKFLOW_MAX_ATTEMPTS = int(os.environ.get("WORKFLOW_MAX_ATTEMPTS", "100"))
+WORKFLOW_MIN_RETRY_INTERVAL_SECONDS = float(
+    os.environ.get("WORKFLOW_MIN_RETRY_INTERVAL_SECONDS", "0.1")
+)
+# timeout_seconds (default 30 days) and heartbeat_timeout_seconds (1 day) at most.
+WORKFLOW_MAX_TIMEOUT_SECONDS = float(os.environ.get("WORKFLOW_MAX_TIMEOUT_SECONDS", "2592000"))
+WORKFLOW_MAX_HEARTBEAT_TIMEOUT_SECONDS = float(
+    os.environ.get("WORKFLOW_MAX_HEARTBEAT_TIMEOUT_SECONDS", "86400")
+)
+# Size of one definition: compact JSON bytes and nodes.
+WORKFLOW_MAX_DEFINITION_BYTES = int(os.environ.get("WORKFLOW_MAX_DEFINITION_BYTES", "524288"))
+WORKFLOW_MAX_NODES = int(os.environ.get("WORKFLOW_MAX_NODES", "1000"))
+# std.sleep's seconds at most.
+WORKFLOW_MAX_SLEEP_SECONDS = float(os.environ.get("WORKFLOW_MAX_SLEEP_SECONDS", "3600"))
+# Total time of an HTTP node's request, body included, when it sets no timeout_seconds.
+WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS = float(
+    os.environ.get("WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS", "30")
+)
+# Bytes of an HTTP response body kept in the log (the rest cut, "truncated": true).
+WORKFLOW_HTTP_MAX_RESPONSE_BYTES = int(
+    os.environ.get("WORKFLOW_HTTP_MAX_RESPONSE_BYTES", "1048576")
+)
+# A server's Retry-After is clamped into [0, this] (inf, nan, huge, negative included).
+WORKFLOW_MAX_RETRY_AFTER_SECONDS = float(
+    os.environ.get("WORKFLOW_MAX_RETRY_AFTER_SECONDS", "86400")
+)
+# Wall time of one attempt on a worker (timeout_seconds when smaller); then the worker
+# process is replaced, so a stuck function cannot hold its slot.
+WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS = float(
+    os.environ.get("WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS", "3600")
+)
 
 # --- Containment: boundaries, depth (issue 8) ----------------------------------
 # Sub-workflows nest at most this deep (a top-level execution is depth 0); a `workflow`

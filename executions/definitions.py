@@ -14,7 +14,8 @@ def _parsed(version_id: int) -> Definition:
     raw = WorkflowVersion.objects.values_list("definition", flat=True).get(pk=version_id)
     # Functions were checked when the version was created; a worker that lacks one
     # reports it as the node's error instead of refusing the whole definition here.
-    return parse_definition(raw)
+    # Accepted under the bounds of its day: today's settings are not applied again.
+    return parse_definition(raw, stored=True)
 
 
 def definition_for(version_id: int) -> Definition:

@@ -2,7 +2,12 @@
 
 The map node itself runs while its items do; it succeeds with the list of their outputs
 in item order, or fails once an item has failed for good (items not yet started are
-skipped, items running finish first, as with strict failure).
+skipped, items running finish first, as with strict failure). A map without max_parallel
+runs WORKFLOW_MAP_DEFAULT_MAX_PARALLEL items at once (limits.py), never all of them.
+
+decide looks at every item of a running map on every call, so this module touches item
+states (dict lookups) for all of them but builds a per-item Node only for the items that
+can still change: building one costs microseconds, times thousands of items, per call.
 """
 
 from __future__ import annotations
@@ -13,11 +18,16 @@ from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.nodes import start_node
-from executions.engine.rules import failed_for_good, is_settled
+from executions.engine.rules import failed_for_good
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import TASK_ACTIVE, TaskStatus
 from workflows.dsl import Definition, Node
+from workflows.dsl.limits import limits
 from workflows.dsl.model import COMPENSATION_SUFFIX
+
+#: An item in one of these will not change again unless an operator retries it, and
+#: decide has nothing to do for it outside this module.
+_DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
 
 
 def item_id(map_id: str, index: int) -> str:
@@ -30,15 +40,21 @@ def item_ids(state: ExecutionState, node: Node) -> list[str]:
 
 
 def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
-    """The definition's nodes, the item tasks of every started map node, and every started
-    compensation task."""
+    """The definition's nodes, the item tasks of every started map node that may still
+    change (succeeded, skipped and cancelled items are left out: neither retries,
+    wake-ups nor cancellation concern them), and every started compensation task."""
     for node in definition.nodes:
         yield node
         if node.type == "map" and state.node(node.id).status != TaskStatus.PENDING:
             for child in item_ids(state, node):
-                yield definition.node_for(child)
+                if state.node(child).status not in _DONE:
+                    yield definition.node_for(child)
         if node.compensation is not None and f"{node.id}{COMPENSATION_SUFFIX}" in state.nodes:
             yield definition.node_for(f"{node.id}{COMPENSATION_SUFFIX}")
+
+
+def max_parallel(node: Node) -> int:
+    return node.max_parallel or limits().map_default_max_parallel
 
 
 def progress(
@@ -57,20 +73,29 @@ def _progress_one(
     now: datetime | None,
 ) -> Iterator[Decision]:
     items = state.node(node.id).input["items"]
-    children = [(cid, definition.node_for(cid)) for cid in item_ids(state, node)]
-    failed = [cid for cid, child in children if failed_for_good(child, state.node(cid))]
-    active = sum(state.node(cid).status in TASK_ACTIVE for cid, _ in children)
-    room = (node.max_parallel or len(children) or 1) - active
-    for index, (cid, child) in enumerate(children):
-        if state.node(cid).status != TaskStatus.PENDING:
+    ids = item_ids(state, node)
+    # Every item shares the map's body, so one Node answers the policy questions for all.
+    body = definition.node_for(ids[0]) if ids else node
+    states = [state.node(cid) for cid in ids]
+    failed = [
+        cid for cid, current in zip(ids, states, strict=True) if failed_for_good(body, current)
+    ]
+    active = sum(current.status in TASK_ACTIVE for current in states)
+    room = max_parallel(node) - active
+    done = set(failed)
+    settled = True
+    for index, (cid, current) in enumerate(zip(ids, states, strict=True)):
+        if current.status != TaskStatus.PENDING:
+            settled = settled and (current.status in _DONE or cid in done)
             continue
+        settled = False  # skipped or started now: settled at the next step at the earliest
         if failed:
             yield Decision(EventType.TASK_SKIPPED, cid, None, {"reason": "another item failed"})
         elif room > 0:
             room -= 1
             scope = {**context, "item": items[index], "index": index}
-            yield from start_node(child, state.node(cid).attempt + 1, scope, now)
-    if any(not is_settled(child, state.node(cid)) for cid, child in children):
+            yield from start_node(definition.node_for(cid), current.attempt + 1, scope, now)
+    if not settled:
         return
     attempt = state.node(node.id).attempt
     if failed:
@@ -83,5 +108,5 @@ def _progress_one(
         }
         yield Decision(EventType.TASK_FAILED, node.id, attempt, {"error": error})
     else:
-        output = [state.node(cid).output for cid, _ in children]
+        output = [current.output for current in states]
         yield Decision(EventType.TASK_COMPLETED, node.id, attempt, {"output": output})

@@ -9,7 +9,9 @@ from typing import Any
 from executions.engine.events import Decision, EventType
 from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Node
-from workflows.dsl.templates import TemplateError, render, search
+from workflows.dsl.bodies import until_problem
+from workflows.dsl.limits import limits, over
+from workflows.dsl.templates import TemplateError, check_size, render, search
 
 #: Types whose attempts run on a worker; the others are handled by the orchestrator.
 #: (A workflow node's worker starts the child execution; its result comes when the child ends.)
@@ -46,17 +48,26 @@ class _Unsupported(Exception):
         super().__init__(f"node type '{node_type}' is not supported by this engine version yet")
 
 
+class LimitExceeded(ValueError):
+    """A node would go past a bound of limits.py; the message names the setting."""
+
+
 def _start_timer(
     node: Node, attempt: int, context: dict[str, Any], now: datetime | None
 ) -> Decision:
     if node.until is not None:
-        until = render(node.until, context)
-        due = datetime.fromisoformat(str(until))
+        until = str(render(node.until, context))
+        due = datetime.fromisoformat(until)
         if due.tzinfo is None:
             raise ValueError(f"until '{until}' has no timezone: add one, e.g. +00:00")
-        data = {"input": {"until": str(until), "due_at": due.isoformat()}}
+        problem = until_problem(due, now) if now is not None else None
+        if problem:
+            raise LimitExceeded(f"until {until[:60]!r}: {problem}")
+        data = {"input": {"until": until, "due_at": due.isoformat()}}
     else:
         seconds = float(node.seconds or 0)
+        if seconds > limits().max_delay_seconds:  # a version stored before the bound
+            raise LimitExceeded(over("max_delay_seconds", what="seconds", got=seconds))
         due = plus_seconds(now, seconds)
         data = {"input": {"seconds": seconds, "due_at": due.isoformat()}}
     return Decision(EventType.TIMER_STARTED, node.id, attempt, data)
@@ -66,5 +77,8 @@ def _start_map(node: Node, attempt: int, context: dict[str, Any]) -> Decision:
     items = search(node.items or "", context)
     if not isinstance(items, list):
         raise TypeError(f"items '{node.items}' gave {type(items).__name__}, not a list")
+    if len(items) > limits().map_max_items:
+        raise LimitExceeded(over("map_max_items", what="the map", got=len(items)))
+    check_size(items, what="the map's items")
     data = {"input": {"items": items}, "type": "map"}
     return Decision(EventType.TASK_SCHEDULED, node.id, attempt, data)

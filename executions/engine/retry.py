@@ -37,7 +37,11 @@ def retry_delay(
     if policy.jitter:
         delay *= 1 - JITTER_FRACTION * jitter_fraction(execution_id, node_id, attempt)
     retry_after = (error or {}).get("retry_after_seconds")
-    if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
+    if (
+        isinstance(retry_after, int | float)
+        and not isinstance(retry_after, bool)
+        and math.isfinite(retry_after)
+    ):
         # A server that says when to come back is believed, up to the policy's cap.
         delay = max(delay, min(float(retry_after), policy.max_interval_seconds))
     return round(delay, 3)

@@ -10,10 +10,11 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from workflows.dsl.checks import Collector, Scope, describe, quote
+from workflows.dsl.limits import limits, over
 from workflows.dsl.model import NODE_TYPES, NodeBody, RetryPolicy
 from workflows.dsl.policy import parse_policy
 from workflows.dsl.references import check_items, check_templates
@@ -27,6 +28,11 @@ TYPE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "approval": ("approvers",),
     "workflow": ("workflow", "version"),
     "map": ("items", "node", "max_parallel"),
+}
+#: Each timeout field and the bound of limits.py it is held to.
+_TIMEOUT_BOUNDS = {
+    "timeout_seconds": "max_timeout_seconds",
+    "heartbeat_timeout_seconds": "max_heartbeat_timeout_seconds",
 }
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 REQUEST_FIELDS = ("method", "url", "headers", "params", "json", "body")
@@ -88,9 +94,10 @@ def parse_body(c: Collector, raw: Mapping[str, Any], place: Place) -> dict[str, 
         kwargs["retry_policy"] = parse_policy(
             c, raw["retry_policy"], base=place.base_policy, node=node, field=p + "retry_policy"
         )
-    for key in ("timeout_seconds", "heartbeat_timeout_seconds"):
+    for key, bound in _TIMEOUT_BOUNDS.items():
         if key in raw:
-            kwargs[key] = c.number(raw[key], node=node, field=p + key, exclusive=True)
+            seconds = c.number(raw[key], node=node, field=p + key, exclusive=True)
+            kwargs[key] = c.within(seconds, bound, node=node, field=p + key)
     if known is not None:
         kwargs.update(_TYPE_PARSERS[known](c, raw, place, kwargs["retry_policy"]))
     return kwargs
@@ -222,7 +229,8 @@ def _delay(c: Collector, raw: Mapping[str, Any], place: Place, _: RetryPolicy) -
             field=p + "seconds",
         )
     if "seconds" in raw:
-        return {"seconds": c.number(raw["seconds"], node=node, field=p + "seconds", minimum=0)}
+        seconds = c.number(raw["seconds"], node=node, field=p + "seconds", minimum=0)
+        return {"seconds": c.within(seconds, "max_delay_seconds", node=node, field=p + "seconds")}
     if "until" in raw:
         return {"until": _until(c, raw["until"], place)}
     return {}
@@ -248,7 +256,24 @@ def _until(c: Collector, raw: object, place: Place) -> str | None:
             field=field,
         )
         return None
+    problem = until_problem(instant, datetime.now(UTC)) if c.limited else None
+    if problem:
+        c.add(f"{quote(text)}: {problem}", node=node, field=field)
+        return None
     return text
+
+
+def until_problem(instant: datetime, now: datetime) -> str | None:
+    """Why a delay may not wait until `instant` (aware), seen at `now`; None if it may.
+
+    Shared by the parser (a literal `until`) and the engine (a templated one)."""
+    try:
+        seconds = (instant.astimezone(UTC) - now).total_seconds()
+    except (OverflowError, ValueError):
+        return "out of the range of dates the engine can store"
+    if seconds > limits().max_delay_seconds:
+        return over("max_delay_seconds", what="waiting until then", got=round(seconds))
+    return None
 
 
 def _workflow(c: Collector, raw: Mapping[str, Any], place: Place, _: RetryPolicy) -> dict[str, Any]:
@@ -287,7 +312,10 @@ def _map(c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
         )
         kwargs["node"] = build_body(c, raw["node"], body)
     if "max_parallel" in raw:
-        kwargs["max_parallel"] = c.integer(raw["max_parallel"], node=node, field=p + "max_parallel")
+        parallel = c.integer(raw["max_parallel"], node=node, field=p + "max_parallel")
+        kwargs["max_parallel"] = c.within(
+            parallel, "map_max_parallel", node=node, field=p + "max_parallel"
+        )
     return kwargs
 
 

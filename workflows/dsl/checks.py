@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from workflows.dsl.limits import limits, over, under
 from workflows.dsl.problems import Problem
 
 #: JSON values nested deeper than this are refused: they serve no workflow and would hit
@@ -81,10 +82,30 @@ class NodeRef:
 class Collector:
     """Problems found so far, plus node references awaiting the graph."""
 
-    def __init__(self, function_exists: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self, function_exists: Callable[[str], bool] | None = None, *, limited: bool = True
+    ) -> None:
         self.problems: list[Problem] = []
         self.refs: list[NodeRef] = []
         self.function_exists = function_exists
+        #: Apply today's WORKFLOW_... bounds (limits.py). False for a stored version,
+        #: accepted under the bounds of its day: lowering a setting must not break it.
+        self.limited = limited
+
+    def within(
+        self, value: float | None, name: str, *, node: str | None, field: str, least: bool = False
+    ) -> float | None:
+        """`value` if it respects the bound `name` of limits.py (a maximum, or a minimum
+        with `least`), else None with a problem naming the setting."""
+        if value is None or not self.limited:
+            return value
+        bound = getattr(limits(), name)
+        if value < bound if least else value > bound:
+            what = field.rsplit(".", 1)[-1]
+            message = (under if least else over)(name, what=what, got=value)
+            self.add(message, node=node, field=field)
+            return None
+        return value
 
     def add(self, message: str, *, node: str | None, field: str | None) -> None:
         self.problems.append(Problem(message=message, node=node, field=field or None))

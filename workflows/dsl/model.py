@@ -117,10 +117,20 @@ class Definition:
                 raise KeyError(node_id)
             return _as_node(owner.compensation, node_id)
         map_id, bracket, rest = node_id.partition("[")
-        parent = self.by_id.get(map_id)
-        if not bracket or parent is None or parent.node is None or not rest.endswith("]"):
+        template = self._item_templates.get(map_id)
+        if not bracket or template is None or not rest.endswith("]"):
             raise KeyError(node_id)
-        return _as_node(parent.node, node_id)
+        return _renamed(template, node_id)
+
+    @cached_property
+    def _item_templates(self) -> Mapping[str, Node]:
+        """Each map's per-item body as a Node, built once: decide looks up every item of
+        a map on every call, and building a Node field by field cost ~12 µs an item."""
+        return {
+            node.id: _as_node(node.node, node.id)
+            for node in self.nodes
+            if node.type == "map" and node.node is not None
+        }
 
     def downstream_of(self, node_id: str) -> frozenset[str]:
         """Every node reachable from node_id, node_id included."""
@@ -136,3 +146,11 @@ class Definition:
 
 def _as_node(body: NodeBody, node_id: str) -> Node:
     return Node(id=node_id, **{f.name: getattr(body, f.name) for f in fields(NodeBody)})
+
+
+def _renamed(template: Node, node_id: str) -> Node:
+    """A copy of a frozen Node under another id, without re-running its constructor."""
+    node = object.__new__(Node)
+    node.__dict__.update(template.__dict__)
+    node.__dict__["id"] = node_id
+    return node

@@ -7,6 +7,7 @@ Pure Python: no Django.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from workflows.dsl.bodies import Place, build_body, parse_body
 from workflows.dsl.checks import Collector, Scope, describe, quote
 from workflows.dsl.graph import find_cycles, upstream
+from workflows.dsl.limits import limits, over
 from workflows.dsl.model import TRIGGER_RULES, Definition, Node, RetryPolicy
 from workflows.dsl.policy import parse_policy
 from workflows.dsl.problems import DefinitionError, Problem
@@ -21,20 +23,22 @@ from workflows.dsl.references import check_bare, check_declared_secrets, check_t
 
 TOP_FIELDS = ("nodes", "retry_policy", "output", "secrets")
 NODE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
-#: Far beyond any hand-written workflow; bounds the cost of validating one.
-MAX_NODES = 1000
 _NODE_EXAMPLE = '{"id": "a", "type": "function", "function": "std.echo"}'
 
 
 def parse_definition(
-    raw: object, *, function_exists: Callable[[str], bool] | None = None
+    raw: object, *, function_exists: Callable[[str], bool] | None = None, stored: bool = False
 ) -> Definition:
     """Validate a definition and build its typed form, or raise DefinitionError.
 
     `function_exists` answers whether a `function` node's function is registered; when
-    None, function names are not checked.
+    None, function names are not checked. `stored`: a version accepted earlier, parsed
+    again to run it; the bounds of limits.py held when it was accepted and are not
+    applied again (a lowered setting must not break executions of existing versions).
     """
-    c = Collector(function_exists)
+    c = Collector(function_exists, limited=not stored)
+    if c.limited and not _small_enough(c, raw):
+        raise DefinitionError(c.problems)
     definition = _definition(c, raw)
     if c.problems or definition is None:
         raise DefinitionError(c.problems or [Problem("the definition is invalid")])
@@ -67,12 +71,9 @@ def _definition(c: Collector, raw: object) -> Definition | None:
             field="nodes",
         )
         return None
-    if len(raw_nodes) > MAX_NODES:
-        c.add(
-            f"at most {MAX_NODES} nodes (got {len(raw_nodes)}): split the work into sub-workflows",
-            node=None,
-            field="nodes",
-        )
+    if c.limited and len(raw_nodes) > limits().max_nodes:
+        too_many = over("max_nodes", what="the definition", got=len(raw_nodes))
+        c.add(f"{too_many}: split the work into sub-workflows", node=None, field="nodes")
         return None
     entries = _identify(c, raw_nodes)
     ids = [e.node_id for e in entries if e.node_id is not None]
@@ -95,6 +96,19 @@ def _definition(c: Collector, raw: object) -> Definition | None:
     _check_references(c, parents, ids)
     check_declared_secrets(c, top)
     return Definition(nodes=nodes, retry_policy=policy, output=top.get("output"))
+
+
+def _small_enough(c: Collector, raw: object) -> bool:
+    """The definition's compact JSON fits WORKFLOW_MAX_DEFINITION_BYTES. Checked first, so
+    that validating a huge definition never costs more than measuring it."""
+    try:
+        size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode())
+    except (TypeError, ValueError, RecursionError):
+        return True  # not plain JSON: the checks that follow say where
+    if size > limits().max_definition_bytes:
+        c.add(over("max_definition_bytes", what="the definition", got=size), node=None, field="")
+        return False
+    return True
 
 
 def _identify(c: Collector, raw_nodes: list[Any]) -> list[_Entry]:

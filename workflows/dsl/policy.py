@@ -24,15 +24,23 @@ def parse_policy(
     at = f"{field}."
     values: dict[str, Any] = {}
     if "max_attempts" in policy:
-        values["max_attempts"] = c.integer(
-            policy["max_attempts"], node=node, field=at + "max_attempts", minimum=1
+        attempts = c.integer(policy["max_attempts"], node=node, field=at + "max_attempts")
+        values["max_attempts"] = c.within(
+            attempts, "max_attempts", node=node, field=at + "max_attempts"
         )
     if "initial_interval_seconds" in policy:
-        values["initial_interval_seconds"] = c.number(
+        interval = c.number(
             policy["initial_interval_seconds"],
             node=node,
             field=at + "initial_interval_seconds",
             exclusive=True,
+        )
+        values["initial_interval_seconds"] = c.within(
+            interval,
+            "min_retry_interval_seconds",
+            node=node,
+            field=at + "initial_interval_seconds",
+            least=True,
         )
     if "backoff_coefficient" in policy:
         values["backoff_coefficient"] = c.number(

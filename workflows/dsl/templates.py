@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
 from typing import Any
 
-import jmespath
-from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
+
+from workflows.dsl.bounded import Budget, ExpressionFailure, compile_bounded, evaluate_bounded
+from workflows.dsl.limits import limits, over
 
 _WHOLE = re.compile(r"\{\{\s*(?P<expr>.+?)\s*\}\}\Z", re.DOTALL)
 _INNER = re.compile(r"\{\{\s*(?P<expr>.+?)\s*\}\}", re.DOTALL)
@@ -27,25 +27,54 @@ ROOTS = frozenset({"input", "nodes", "execution", "secrets", "item", "index"})
 DEFERRED_ROOTS = frozenset({"secrets"})
 
 
+#: Characters of an expression shown in an error message.
+SHOWN_CHARS = 80
+
+
 class TemplateError(ValueError):
-    def __init__(self, expression: str, message: str):
+    """An expression that cannot be compiled or evaluated, or a rendered value past a
+    bound. `expression` is None when the problem is the rendered value as a whole."""
+
+    def __init__(self, expression: str | None, message: str):
         self.expression = expression
-        super().__init__(f"{{{{ {expression} }}}}: {message}")
+        if expression is None:
+            super().__init__(message)
+            return
+        shown = expression if len(expression) <= SHOWN_CHARS else expression[:SHOWN_CHARS] + "..."
+        super().__init__(f"{{{{ {shown} }}}}: {message}")
 
 
-@lru_cache(maxsize=4096)
 def compile_expression(expression: str) -> ParsedResult:
+    """The parse tree, from a cache bounded by the text it holds; TemplateError if the
+    expression is too long (WORKFLOW_MAX_EXPRESSION_LENGTH) or invalid."""
     try:
-        return jmespath.compile(expression)
-    except JMESPathError as exc:
-        raise TemplateError(expression, f"not a valid JMESPath expression ({exc})") from None
+        return compile_bounded(expression)
+    except ExpressionFailure as exc:
+        raise TemplateError(expression, str(exc)) from None
 
 
-def search(expression: str, context: Mapping[str, Any]) -> Any:
+def search(expression: str, context: Mapping[str, Any], budget: Budget | None = None) -> Any:
+    """The expression's value; any failure at all, including running past
+    WORKFLOW_MAX_EXPRESSION_WORK, is a TemplateError."""
     try:
-        return compile_expression(expression).search(context)
-    except JMESPathError as exc:
-        raise TemplateError(expression, f"could not be evaluated ({exc})") from None
+        return evaluate_bounded(expression, context, budget)
+    except ExpressionFailure as exc:
+        raise TemplateError(expression, str(exc)) from None
+
+
+def check_size(value: Any, *, what: str) -> None:
+    """TemplateError unless `value` is JSON of at most WORKFLOW_MAX_RENDERED_BYTES."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise TemplateError(
+            None, f"{what} holds NaN or Infinity, which JSON cannot store"
+        ) from None
+    except (TypeError, RecursionError) as exc:
+        raise TemplateError(None, f"{what} is not storable JSON ({type(exc).__name__})") from None
+    size = len(text.encode())
+    if size > limits().max_rendered_bytes:
+        raise TemplateError(None, over("max_rendered_bytes", what=what, got=size))
 
 
 def root_of(expression: str) -> str | None:
@@ -85,7 +114,19 @@ def _as_text(value: Any) -> str:
 def render(
     value: Any, context: Mapping[str, Any], *, defer: frozenset[str] = DEFERRED_ROOTS
 ) -> Any:
-    """Resolve every template in a JSON value; expressions whose root is in `defer` stay."""
+    """Resolve every template in a JSON value; expressions whose root is in `defer` stay.
+
+    TemplateError if an expression fails or the result is past WORKFLOW_MAX_RENDERED_BYTES.
+    """
+    # One budget for the whole value: a thousand templates get no more than one.
+    rendered = _render(value, context, defer=defer, budget=Budget())
+    check_size(rendered, what="the rendered value")
+    return rendered
+
+
+def _render(
+    value: Any, context: Mapping[str, Any], *, defer: frozenset[str], budget: Budget
+) -> Any:
     if isinstance(value, str):
         whole = _WHOLE.match(value)
         if whole and value.startswith("{{"):
@@ -93,17 +134,19 @@ def render(
             if "{{" not in expression:
                 if _deferred(expression, defer):
                     return value
-                return search(expression, context)
+                return search(expression, context, budget)
 
         def substitute(match: re.Match[str]) -> str:
             expression = match.group("expr")
             if _deferred(expression, defer):
                 return match.group(0)
-            return _as_text(search(expression, context))
+            return _as_text(search(expression, context, budget))
 
         return _INNER.sub(substitute, value)
     if isinstance(value, Mapping):
-        return {key: render(item, context, defer=defer) for key, item in value.items()}
+        return {
+            key: _render(item, context, defer=defer, budget=budget) for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [render(item, context, defer=defer) for item in value]
+        return [_render(item, context, defer=defer, budget=budget) for item in value]
     return value

@@ -1,0 +1,188 @@
+"""The engine core inside its bounds: an offending node fails with an error that names
+the bound and its setting; decide itself never raises for what a definition says."""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from executions.engine.events import EventType
+from executions.engine.maps import max_parallel
+from executions.engine.retry import retry_delay
+from executions.engine.statuses import TaskStatus
+from executions.engine.timeutil import EARLIEST, LATEST, plus_seconds
+from tests.unit.engine.sim import Run
+from workflows.dsl import RetryPolicy, parse_definition
+from workflows.dsl.limits import limits, overridden
+
+STAGE = " | [@,@,@,@,@,@,@,@,@,@][]"
+
+
+def started(definition: dict[str, Any], input: Any = None) -> Run:
+    run = Run(parse_definition(definition))
+    run.start(input or {})
+    return run
+
+
+def failure(run: Run, node_id: str) -> dict[str, Any]:
+    [event] = [e for e in run.log if e.type == EventType.TASK_FAILED and e.node_id == node_id]
+    return event.data["error"]
+
+
+def test_a_when_that_overflows_fails_its_node_and_not_decide() -> None:
+    run = Run(
+        parse_definition(
+            {
+                "nodes": [
+                    {"id": "bad", "type": "function", "function": "std.fail"},
+                    {
+                        "id": "after",
+                        "type": "function",
+                        "function": "std.echo",
+                        "depends_on": ["bad"],
+                        "trigger_rule": "all_done",
+                        "when": "ceil(`1e999`) == `0`",
+                    },
+                ]
+            }
+        ),
+        plan={"bad": ["fatal"]},
+    )
+    state = run.run_to_end({})
+    assert state.status == "failed"
+    error = failure(run, "after")
+    assert error["type"] == "TemplateError" and "OverflowError" in error["message"]
+    assert error["retryable"] is False
+
+
+def test_a_ten_stage_pipe_in_a_first_node_fails_it_fast() -> None:
+    begun = time.monotonic()
+    run = started(
+        {
+            "nodes": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": "std.echo",
+                    "input": "{{ input.x" + STAGE * 10 + " }}",
+                }
+            ]
+        },
+        {"x": 1},
+    )
+    assert time.monotonic() - begun < 2.0
+    error = failure(run, "a")
+    assert error["type"] == "TemplateError"
+    assert "WORKFLOW_MAX_EXPRESSION_WORK" in error["message"]
+    assert run.state.status == "failed"
+
+
+@pytest.mark.parametrize(
+    ("until", "fragment"),
+    [
+        ("9999-12-31T23:59:59-23:59", "out of the range"),
+        ("8000-01-01T00:00:00+00:00", "WORKFLOW_MAX_DELAY_SECONDS"),
+    ],
+)
+def test_a_templated_until_past_the_bound_fails_the_delay(until: str, fragment: str) -> None:
+    run = started(
+        {"nodes": [{"id": "d", "type": "delay", "until": "{{ input.until }}"}]}, {"until": until}
+    )
+    error = failure(run, "d")
+    assert error["type"] == "LimitExceeded" and fragment in error["message"]
+    assert not [e for e in run.log if e.type == EventType.TIMER_STARTED]
+
+
+def test_a_templated_until_within_the_bound_waits() -> None:
+    run = started(
+        {"nodes": [{"id": "d", "type": "delay", "until": "{{ input.until }}"}]},
+        {"until": "2027-01-01T00:00:00+00:00"},
+    )
+    assert run.state.node("d").status == TaskStatus.WAITING
+
+
+def map_definition(**fields: Any) -> dict[str, Any]:
+    body = {"type": "function", "function": "std.echo", "input": "{{ item }}"}
+    return {"nodes": [{"id": "m", "type": "map", "items": "input.items", "node": body, **fields}]}
+
+
+def test_a_map_over_more_items_than_the_bound_fails_without_starting_any() -> None:
+    run = started(map_definition(), {"items": list(range(limits().map_max_items + 1))})
+    error = failure(run, "m")
+    assert error["type"] == "LimitExceeded"
+    assert "WORKFLOW_MAP_MAX_ITEMS" in error["message"] and "10,001" in error["message"]
+    assert not [e for e in run.log if e.node_id and e.node_id.startswith("m[")]
+    assert run.state.status == "failed"
+
+
+def test_the_bound_on_items_follows_the_setting() -> None:
+    with overridden(map_max_items=3):
+        assert failure(started(map_definition(), {"items": [1, 2, 3, 4]}), "m")
+        run = started(map_definition(), {"items": [1, 2, 3]})
+    assert run.state.node("m").status == TaskStatus.RUNNING
+
+
+def scheduled_items(run: Run) -> int:
+    return sum(
+        1 for e in run.log if e.type == EventType.TASK_SCHEDULED and e.node_id.startswith("m[")
+    )
+
+
+def test_a_map_without_max_parallel_starts_the_default_number_at_once() -> None:
+    run = started(map_definition(), {"items": list(range(500))})
+    assert scheduled_items(run) == limits().map_default_max_parallel == 32
+    assert max_parallel(run.definition.by_id["m"]) == 32
+
+
+def test_a_map_with_max_parallel_starts_that_many() -> None:
+    assert scheduled_items(started(map_definition(max_parallel=5), {"items": list(range(50))})) == 5
+
+
+def test_a_large_map_runs_to_the_end_in_order() -> None:
+    run = Run(parse_definition(map_definition(max_parallel=7)))
+    state = run.run_to_end({"items": list(range(60))}, max_steps=10_000)
+    assert state.status == "succeeded"
+    assert len(state.node("m").output) == 60
+
+
+def test_a_failed_item_still_fails_the_map_and_skips_the_rest() -> None:
+    run = Run(parse_definition(map_definition(max_parallel=2)), plan={"m[1]": ["fatal"]})
+    state = run.run_to_end({"items": list(range(10))}, max_steps=10_000)
+    assert state.status == "failed"
+    assert state.node("m").error["type"] == "MapItemFailed"
+    assert state.node("m[9]").status == TaskStatus.SKIPPED
+
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (math.inf, LATEST),
+        (1e300, LATEST),
+        (-math.inf, EARLIEST),
+        (math.nan, T),
+        (60.0, datetime(2026, 1, 1, 0, 1, tzinfo=UTC)),
+    ],
+)
+def test_plus_seconds_never_overflows(seconds: float, expected: datetime) -> None:
+    assert plus_seconds(T, seconds) == expected
+
+
+POLICY = RetryPolicy(initial_interval_seconds=1.0, max_interval_seconds=60.0, jitter=False)
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "expected"),
+    [(math.inf, 1.0), (math.nan, 1.0), (-5.0, 1.0), (1e308, 60.0), (30, 30.0)],
+)
+def test_a_retry_after_of_any_value_gives_a_finite_delay(
+    retry_after: float, expected: float
+) -> None:
+    error = {"retry_after_seconds": retry_after}
+    assert retry_delay(POLICY, execution_id="e", node_id="n", attempt=1, error=error) == expected

@@ -1,0 +1,164 @@
+"""JMESPath with bounds: compiled under a length limit into a cache bounded by the text it
+holds, and evaluated under a work budget.
+
+Expressions are user input evaluated inside the orchestrator (and inside POST
+/executions for first nodes), so each evaluation must end fast whatever it says: a pipe
+of ten `[@,@,@,@,@,@,@,@,@,@][]` stages would otherwise build 10^10 values. Any failure,
+whatever its type (OverflowError from `ceil(`1e999`)`, RecursionError from deep nesting,
+a TypeError inside a function), comes out as `ExpressionFailure`. Pure: no Django.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from jmespath.parser import ParsedResult, Parser
+from jmespath.visitor import TreeInterpreter
+
+from workflows.dsl.limits import limits, over
+
+
+class ExpressionFailure(Exception):
+    """Why an expression could not be compiled or evaluated, for TemplateError."""
+
+
+class _UncachedParser(Parser):
+    """jmespath's parser caches 512 parse trees of any size in a class-level dict; our
+    own cache below is bounded by the text it holds instead, so bypass that one."""
+
+    _CACHE: dict[str, ParsedResult] = {}
+    _MAX_SIZE = 0  # with an empty cache, parse() returns without storing
+
+
+class _Cache:
+    """Least recently used compiled expressions, at most `limit` characters of their text
+    in all (a parse tree is about a hundred times its text)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str, ParsedResult] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, expression: str) -> ParsedResult | None:
+        with self._lock:
+            found = self._items.get(expression)
+            if found is not None:
+                self._items.move_to_end(expression)
+            return found
+
+    def put(self, expression: str, parsed: ParsedResult, limit: int) -> None:
+        with self._lock:
+            if expression in self._items or len(expression) > limit:
+                return
+            self._items[expression] = parsed
+            self._chars += len(expression)
+            while self._chars > limit:
+                oldest, _ = self._items.popitem(last=False)
+                self._chars -= len(oldest)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._chars = 0
+
+    @property
+    def chars(self) -> int:
+        return self._chars
+
+
+CACHE = _Cache()
+
+
+def compile_bounded(expression: str) -> ParsedResult:
+    """Parse tree of an expression; ExpressionFailure if too long or invalid."""
+    bounds = limits()
+    if len(expression) > bounds.max_expression_length:
+        raise ExpressionFailure(
+            over("max_expression_length", what="the expression", got=len(expression))
+        )
+    found = CACHE.get(expression)
+    if found is not None:
+        return found
+    try:
+        parsed = _UncachedParser().parse(expression)
+    except RecursionError:
+        raise ExpressionFailure("is nested too deeply to parse") from None
+    except Exception as exc:  # the third-party parser on untrusted text
+        raise ExpressionFailure(f"not a valid JMESPath expression ({exc})") from None
+    CACHE.put(expression, parsed, bounds.expression_cache_chars)
+    return parsed
+
+
+class _OverBudget(Exception):
+    pass
+
+
+class Budget:
+    """Work units left for a group of evaluations (one render shares one budget)."""
+
+    def __init__(self, units: int | None = None) -> None:
+        self.left = limits().max_expression_work if units is None else units
+
+    def charge(self, units: int) -> None:
+        self.left -= units
+        if self.left < 0:
+            raise _OverBudget()
+
+
+#: Node types whose result is built by code we do not see step by step (functions,
+#: slices): charged by its size once it exists. Their inputs were charged already, and
+#: none builds more than a small multiple of its inputs.
+_CHARGED_AFTER = frozenset({"function_expression", "slice"})
+
+
+class _BoundedInterpreter(TreeInterpreter):
+    """TreeInterpreter that charges one unit per node visited plus the size of every
+    list, object or string it builds, and stops past the budget."""
+
+    def __init__(self, budget: Budget) -> None:
+        super().__init__()
+        self.charge = budget.charge
+
+    def visit(self, node: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        self.charge(1)
+        result = super().visit(node, *args, **kwargs)
+        if node["type"] in _CHARGED_AFTER and isinstance(result, list | dict | str):
+            self.charge(len(result))
+        return result
+
+    def visit_flatten(self, node: dict[str, Any], value: Any) -> Any:
+        # Charged before each extend: one step can multiply the size by the number of
+        # references to the same list (`[@,@,@][]`), so charging afterwards is too late.
+        base = self.visit(node["children"][0], value)
+        if not isinstance(base, list):
+            return None
+        merged: list[Any] = []
+        for element in base:
+            if isinstance(element, list):
+                self.charge(len(element))
+                merged.extend(element)
+            else:
+                self.charge(1)
+                merged.append(element)
+        return merged
+
+
+def evaluate_bounded(expression: str, context: Any, budget: Budget | None = None) -> Any:
+    """The expression's value over `context`, or ExpressionFailure. `budget`: shared with
+    other evaluations (a whole render); None: a budget of its own."""
+    parsed = compile_bounded(expression)
+    interpreter = _BoundedInterpreter(budget or Budget())
+    try:
+        return interpreter.visit(parsed.parsed, context)
+    except _OverBudget:
+        raise ExpressionFailure(
+            over("max_expression_work", what="evaluating it") + ": it builds too many values"
+        ) from None
+    except RecursionError:
+        raise ExpressionFailure("could not be evaluated (nested too deeply)") from None
+    except Exception as exc:  # JMESPathError, OverflowError, TypeError...: all the same here
+        raise ExpressionFailure(
+            f"could not be evaluated ({type(exc).__name__}: {exc})"[:500]
+        ) from None

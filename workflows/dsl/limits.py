@@ -1,0 +1,136 @@
+"""Bounds on the work one definition, expression or attempt may cause (CONTRACT §6).
+
+Pure Python, so the DSL and the engine core can read them: the defaults live here, and
+`executions.apps` replaces them from Django settings (`WORKFLOW_...`) at ready(). Every
+message about a bound names the setting that raises it (`over(...)`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+_DAY = 24 * 3600
+
+
+def _limit(default: float, setting: str, unit: str = "") -> Any:
+    return field(default=default, metadata={"setting": setting, "unit": unit})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Each field's metadata names the setting (environment variable) that sets it."""
+
+    #: Characters in one `{{ expr }}` or bare expression (when, items).
+    max_expression_length: int = _limit(2048, "WORKFLOW_MAX_EXPRESSION_LENGTH", " characters")
+    #: Work units of one evaluation: one per AST visit plus the size of what it builds.
+    max_expression_work: int = _limit(250_000, "WORKFLOW_MAX_EXPRESSION_WORK", " work units")
+    #: Characters of expression text the compiled-expression cache holds (memory bound).
+    expression_cache_chars: int = _limit(262_144, "WORKFLOW_EXPRESSION_CACHE_CHARS")
+    #: Bytes (compact JSON) of any value a template renders: a node's input, map items.
+    max_rendered_bytes: int = _limit(1024 * 1024, "WORKFLOW_MAX_RENDERED_BYTES", " bytes")
+    #: A delay node's `seconds`, or how far ahead its `until` may be.
+    max_delay_seconds: float = _limit(3660.0 * _DAY, "WORKFLOW_MAX_DELAY_SECONDS", " s")
+    map_max_items: int = _limit(10_000, "WORKFLOW_MAP_MAX_ITEMS", " items")
+    #: A map's max_parallel when it gives none, and the most it may give.
+    map_default_max_parallel: int = _limit(32, "WORKFLOW_MAP_DEFAULT_MAX_PARALLEL")
+    map_max_parallel: int = _limit(1000, "WORKFLOW_MAP_MAX_PARALLEL")
+    max_attempts: int = _limit(100, "WORKFLOW_MAX_ATTEMPTS", " attempts")
+    min_retry_interval_seconds: float = _limit(0.1, "WORKFLOW_MIN_RETRY_INTERVAL_SECONDS", " s")
+    #: timeout_seconds of any node (approvals and sub-workflows may wait long).
+    max_timeout_seconds: float = _limit(30.0 * _DAY, "WORKFLOW_MAX_TIMEOUT_SECONDS", " s")
+    max_heartbeat_timeout_seconds: float = _limit(
+        float(_DAY), "WORKFLOW_MAX_HEARTBEAT_TIMEOUT_SECONDS", " s"
+    )
+    max_definition_bytes: int = _limit(512 * 1024, "WORKFLOW_MAX_DEFINITION_BYTES", " bytes")
+    max_nodes: int = _limit(1000, "WORKFLOW_MAX_NODES", " nodes")
+    #: std.sleep's `seconds`.
+    max_sleep_seconds: float = _limit(3600.0, "WORKFLOW_MAX_SLEEP_SECONDS", " s")
+    #: An HTTP node's total time (connect, send, headers and body) when it sets no
+    #: timeout_seconds.
+    http_default_timeout_seconds: float = _limit(
+        30.0, "WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS", " s"
+    )
+    #: Bytes of an HTTP response body kept in the log; the rest is cut, marked truncated.
+    http_max_response_bytes: int = _limit(1024 * 1024, "WORKFLOW_HTTP_MAX_RESPONSE_BYTES", " bytes")
+    #: A server's Retry-After is clamped into [0, this].
+    max_retry_after_seconds: float = _limit(float(_DAY), "WORKFLOW_MAX_RETRY_AFTER_SECONDS", " s")
+    #: Wall time of one attempt on a worker (timeout_seconds when smaller); past it the
+    #: worker process is replaced and its slot reclaimed.
+    attempt_hard_limit_seconds: float = _limit(3600.0, "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS", " s")
+
+
+_current = Limits()
+
+
+def limits() -> Limits:
+    """The bounds in force (the defaults until `configure` runs)."""
+    return _current
+
+
+def setting_of(name: str) -> str:
+    return _FIELDS[name].metadata["setting"]
+
+
+def over(name: str, *, what: str, got: float | None = None) -> str:
+    """ "<what> (<got>) is over the limit of <limit> (setting WORKFLOW_X)"."""
+    return _past(name, what, got, "over the limit of")
+
+
+def under(name: str, *, what: str, got: float | None = None) -> str:
+    """ "<what> (<got>) is under the minimum of <limit> (setting WORKFLOW_X)"."""
+    return _past(name, what, got, "under the minimum of")
+
+
+def _past(name: str, what: str, got: float | None, relation: str) -> str:
+    spec = _FIELDS[name]
+    unit = spec.metadata["unit"]
+    shown = "" if got is None else f" ({_fmt(got)}{unit})"
+    limit = _fmt(getattr(_current, name))
+    return f"{what}{shown} is {relation} {limit}{unit} (setting {spec.metadata['setting']})"
+
+
+def _fmt(value: float) -> str:
+    if isinstance(value, int) or float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def configure(**values: float) -> Limits:
+    """Replace some bounds; unknown names are a programming error."""
+    global _current
+    unknown = set(values) - set(_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown limits: {', '.join(sorted(unknown))}")
+    _current = dataclasses.replace(_current, **values)
+    return _current
+
+
+def configure_from(get: Callable[[str, Any], Any]) -> Limits:
+    """Read every bound from `get(setting name, default)`, e.g. getattr on Django settings."""
+    values = {
+        name: type(getattr(Limits(), name))(get(spec.metadata["setting"], spec.default))
+        for name, spec in _FIELDS.items()
+    }
+    return configure(**values)
+
+
+@contextmanager
+def overridden(**values: float) -> Iterator[Limits]:
+    """Tests: other bounds for the duration of a block."""
+    before = _current
+    try:
+        yield configure(**values)
+    finally:
+        globals()["_current"] = before
+
+
+def documented() -> Mapping[str, tuple[Any, str]]:
+    """setting name -> (default, description) for every bound; for docs and the report."""
+    return {spec.metadata["setting"]: (spec.default, spec.name) for spec in _FIELDS.values()}
+
+
+_FIELDS = {spec.name: spec for spec in dataclasses.fields(Limits)}
