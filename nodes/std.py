@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nodes.context import NodeContext
 from nodes.errors import NodeError
 from nodes.registry import workflow_function
+from workflows.dsl.limits import limits, over
 
 
 def _invalid_input(message: str) -> NodeError:
@@ -35,8 +37,11 @@ def sleep(input: Any, ctx: NodeContext) -> Any:
     if not isinstance(input, dict) or "seconds" not in input:
         raise _invalid_input('std.sleep needs {"seconds": <number>}')
     seconds = input["seconds"]
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+    valid = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+    if not valid or not math.isfinite(seconds) or seconds < 0:
         raise _invalid_input(f"std.sleep: seconds must be a number >= 0, not {seconds!r}")
+    if seconds > limits().max_sleep_seconds:
+        raise _invalid_input("std.sleep: " + over("max_sleep_seconds", what="seconds", got=seconds))
     ctx.sleep(float(seconds))
     return input
 

@@ -26,6 +26,7 @@ from executions.services.containment import attempt_boundary
 from nodes.context import NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.secrets import with_secrets
+from nodes.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -104,7 +105,18 @@ def run_task(attempt_id: int) -> None:
 
 
 def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:
-    """Run and record one claimed attempt; returns the next attempt claimed, if any."""
+    """Run and record one claimed attempt; returns the next attempt claimed, if any.
+
+    Under a watchdog: past the attempt's hard limit its failure is recorded and, in a pool
+    child, the process replaced, so no function can hold a worker slot forever."""
+    watchdog = Watchdog(claimed, worker).arm()
+    try:
+        return _run_claimed(claimed, worker, claim_next=claim_next)
+    finally:
+        watchdog.disarm()
+
+
+def _run_claimed(claimed: Claimed, worker: str, *, claim_next: bool) -> Claimed | None:
     attempt_id = claimed.attempt_id
     keeper = LeaseKeeper(claimed, worker)
     keeper.start()

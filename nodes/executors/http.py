@@ -2,13 +2,16 @@
 
 Request: ``{"method", "url", "headers"?, "params"?, "json"? | "body"?}``.
 Output: ``{"status_code", "headers" (lower-case names), "body"}``, the body parsed when
-the response is JSON, else text, truncated to MAX_BODY_BYTES.
+the response is JSON, else text, cut at WORKFLOW_HTTP_MAX_RESPONSE_BYTES (then
+``"truncated": true`` is added). The whole request, body included, ends by one deadline:
+the node's timeout_seconds, else WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS.
 """
 
 from __future__ import annotations
 
 import email.utils
 import json
+import math
 import time
 from collections.abc import Collection
 from typing import Any
@@ -19,11 +22,11 @@ from nodes.context import NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.executors.addresses import checked_addresses, is_host_allowed
 from nodes.executors.transport import GuardedTransport
+from workflows.dsl.limits import Limits, limits
 
-MAX_BODY_BYTES = 1024 * 1024
+#: The default of WORKFLOW_HTTP_MAX_RESPONSE_BYTES (limits.py decides at run time).
+MAX_BODY_BYTES = Limits().http_max_response_bytes
 ERROR_BODY_CHARS = 2048
-# Used when the node sets no timeout: a request must never hang forever.
-DEFAULT_TIMEOUT_SECONDS = 30.0
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
@@ -73,7 +76,7 @@ def _build(request: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
     return kwargs
 
 
-def _read_limited(response: httpx.Response, limit: int) -> bytes:
+def _read_limited(response: httpx.Response, limit: int, deadline: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
     for chunk in response.iter_bytes():
@@ -81,6 +84,8 @@ def _read_limited(response: httpx.Response, limit: int) -> bytes:
         size += len(chunk)
         if size >= limit:
             break
+        if time.monotonic() > deadline:  # a caller's own client has no DeadlineStream
+            raise httpx.ReadTimeout("the request's total deadline passed")
     return b"".join(chunks)[:limit]
 
 
@@ -100,18 +105,23 @@ def _decode_body(response: httpx.Response, raw: bytes, truncated: bool) -> Any:
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (a number or an HTTP date), clamped into
+    [0, WORKFLOW_MAX_RETRY_AFTER_SECONDS]: "inf", "1e999", far dates and negative values
+    must not reach the log, where a non-finite number cannot be stored. None: unusable."""
     if not value:
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+            seconds = when.timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return None
+    if math.isnan(seconds):
         return None
-    return max(0.0, round(when.timestamp() - time.time(), 3))
+    return round(min(max(0.0, seconds), limits().max_retry_after_seconds), 3)
 
 
 def _status_error(response: httpx.Response, body: str, method: str) -> NodeError:
@@ -144,8 +154,8 @@ def run_http(
     """Send the node's request and return ``{"status_code", "headers", "body"}``.
 
     Success when the status is in ``success_status`` (default: any 2xx). Redirects are
-    not followed. ``timeout`` (seconds; None: DEFAULT_TIMEOUT_SECONDS) bounds connect,
-    read, write and pool waits. Raises NodeError: ``InvalidRequest``,
+    not followed. ``timeout`` (seconds; None: WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS) is a
+    total deadline: connect, send, headers and the whole body. Raises NodeError: ``InvalidRequest``,
     ``ForbiddenAddress`` (never retryable), ``HTTPConnectionError`` (retryable),
     ``HTTPStatusError`` (retryable for 429 and 5xx).
 
@@ -161,14 +171,19 @@ def run_http(
         checked_addresses(url.raw_host.decode("ascii"), port, allowed_hosts)
     ctx.raise_if_cancelled()
 
+    bounds = limits()
+    seconds = bounds.http_default_timeout_seconds if timeout is None else timeout
+    deadline = time.monotonic() + seconds
     own_client = client is None
-    session = client or httpx.Client(transport=GuardedTransport(allowed_hosts), trust_env=False)
-    seconds = DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout
+    session = client or httpx.Client(
+        transport=GuardedTransport(allowed_hosts, deadline), trust_env=False
+    )
+    limit = bounds.http_max_response_bytes
     try:
         with session.stream(
             **kwargs, follow_redirects=False, timeout=httpx.Timeout(seconds)
         ) as response:
-            raw = _read_limited(response, MAX_BODY_BYTES + 1)
+            raw = _read_limited(response, limit + 1, deadline)
     except (NodeError, NodeCancelled):
         raise
     except (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL) as exc:
@@ -187,8 +202,8 @@ def run_http(
         if own_client:
             session.close()
 
-    truncated = len(raw) > MAX_BODY_BYTES
-    body = _decode_body(response, raw[:MAX_BODY_BYTES], truncated)
+    truncated = len(raw) > limit
+    body = _decode_body(response, raw[:limit], truncated)
     ok = (
         response.status_code in success_status
         if success_status is not None
@@ -197,8 +212,11 @@ def run_http(
     if not ok:
         text = body if isinstance(body, str) else json.dumps(body)
         raise _status_error(response, text, kwargs["method"])
-    return {
+    output = {
         "status_code": response.status_code,
         "headers": {k.lower(): v for k, v in response.headers.items()},
         "body": body,
     }
+    if truncated:
+        output["truncated"] = True
+    return output

@@ -5,10 +5,13 @@ checks every address, then connects to those very addresses. A name that resolve
 public address when checked and to a private one a moment later (DNS rebinding) cannot
 slip through. The URL's host is kept for the Host header and for TLS (SNI and
 certificate checks), since httpcore takes both from the request, not from the socket.
+With a deadline, each connection also ends by it, whatever the server does.
 """
 
 from __future__ import annotations
 
+import ssl
+import time
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -18,11 +21,51 @@ import httpx
 from nodes.executors.addresses import checked_addresses
 
 
-class GuardedBackend(httpcore.SyncBackend):
-    """Resolves and checks the host itself, then connects to the checked addresses."""
+class DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read, write and TLS handshake waits at most until one
+    deadline for the whole request. Per-operation timeouts alone let a server that drips
+    a byte a second hold the worker forever: each read succeeds in time."""
 
-    def __init__(self, allowed_hosts: Collection[str]) -> None:
+    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
+        self.stream, self.deadline = stream, deadline
+
+    def _left(self, timeout: float | None, error: type[Exception]) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise error("the request's total deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.stream.read(max_bytes, self._left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.stream.write(buffer, self._left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        wait = self._left(timeout, httpcore.ConnectTimeout)
+        return DeadlineStream(
+            self.stream.start_tls(ssl_context, server_hostname, wait), self.deadline
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.stream.get_extra_info(info)
+
+
+class GuardedBackend(httpcore.SyncBackend):
+    """Resolves and checks the host itself, then connects to the checked addresses; with
+    a `deadline` (time.monotonic()), every connection ends by it."""
+
+    def __init__(self, allowed_hosts: Collection[str], deadline: float | None = None) -> None:
         self.allowed_hosts = tuple(allowed_hosts)
+        self.deadline = deadline
 
     def connect_tcp(
         self,
@@ -35,10 +78,17 @@ class GuardedBackend(httpcore.SyncBackend):
         addresses = checked_addresses(host, port, self.allowed_hosts)  # raises NodeError
         error: Exception | None = None
         for address in addresses:
+            if self.deadline is not None:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise httpcore.ConnectTimeout("the request's total deadline passed")
+                timeout = left if timeout is None else min(timeout, left)
             try:
-                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+                stream = super().connect_tcp(address, port, timeout, local_address, socket_options)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 error = exc
+                continue
+            return stream if self.deadline is None else DeadlineStream(stream, self.deadline)
         assert error is not None  # checked_addresses never returns an empty list
         raise error
 
@@ -46,9 +96,9 @@ class GuardedBackend(httpcore.SyncBackend):
 class GuardedTransport(httpx.HTTPTransport):
     """``httpx.HTTPTransport`` without proxies whose connections go through the guard."""
 
-    def __init__(self, allowed_hosts: Collection[str]) -> None:
+    def __init__(self, allowed_hosts: Collection[str], deadline: float | None = None) -> None:
         super().__init__(trust_env=False)
         self._pool = httpcore.ConnectionPool(
             ssl_context=httpx.create_ssl_context(),
-            network_backend=GuardedBackend(allowed_hosts),
+            network_backend=GuardedBackend(allowed_hosts, deadline),
         )

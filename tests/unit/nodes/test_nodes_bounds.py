@@ -1,0 +1,202 @@
+"""Bounds on what one attempt may hold: std.sleep's seconds, an HTTP node's total time
+and the response it keeps, a server's Retry-After, and the attempt's hard limit."""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from email.utils import formatdate
+from unittest import mock
+
+import pytest
+
+from nodes import std, tasks, watchdog
+from nodes.context import NodeContext
+from nodes.errors import NodeError
+from nodes.executors.http import _retry_after_seconds, run_http
+from workflows.dsl.limits import overridden
+from workflows.dsl.parser import parse_definition
+
+
+@pytest.fixture
+def ctx() -> NodeContext:
+    return NodeContext("exec-1", "n", 1)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "fragment"),
+    [
+        (3601, "WORKFLOW_MAX_SLEEP_SECONDS"),
+        (math.inf, "must be a number >= 0"),
+        (math.nan, "must be a number >= 0"),
+        (-1, "must be a number >= 0"),
+    ],
+)
+def test_std_sleep_refuses_seconds_past_its_bound(
+    ctx: NodeContext, seconds: float, fragment: str
+) -> None:
+    begun = time.monotonic()
+    with pytest.raises(NodeError) as info:
+        std.sleep({"seconds": seconds}, ctx)
+    assert (info.value.type, info.value.retryable) == ("InvalidInput", False)
+    assert fragment in info.value.message
+    assert time.monotonic() - begun < 1
+
+
+@pytest.fixture
+def drip() -> Iterator[str]:
+    """A raw TCP server: `/body` sends headers at once, then its body a byte every 0.2 s;
+    `/headers` drips the status line and headers themselves."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            request = conn.recv(65536).decode(errors="replace")
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n"
+            slow = head if " /headers " in request else b"x" * 1000
+            if " /body " in request:
+                conn.sendall(head)
+            for byte in slow:
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    listener.close()
+
+
+@pytest.mark.parametrize("path", ["/body", "/headers"])
+def test_a_dripping_server_is_cut_at_the_total_deadline(
+    drip: str, ctx: NodeContext, path: str
+) -> None:
+    begun = time.monotonic()
+    with pytest.raises(NodeError) as info:
+        run_http(
+            {"url": drip + path},
+            ctx,
+            success_status=None,
+            allowed_hosts=["127.0.0.1"],
+            timeout=1.0,
+        )
+    took = time.monotonic() - begun
+    assert (info.value.type, info.value.retryable) == ("HTTPConnectionError", True)
+    assert info.value.details["timeout"] is True
+    assert took < 1.5, f"the request held the worker {took:.2f}s past a 1 s deadline"
+
+
+def test_the_default_deadline_follows_the_setting(drip: str, ctx: NodeContext) -> None:
+    begun = time.monotonic()
+    with overridden(http_default_timeout_seconds=0.5), pytest.raises(NodeError):
+        run_http(
+            {"url": drip + "/body"},
+            ctx,
+            success_status=None,
+            allowed_hosts=["127.0.0.1"],
+            timeout=None,
+        )
+    assert time.monotonic() - begun < 1.0
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("inf", 86400.0),
+        ("Infinity", 86400.0),
+        ("1e999", 86400.0),
+        ("nan", None),
+        ("-5", 0.0),
+        ("-inf", 0.0),
+        ("99999999999", 86400.0),
+        ("7", 7.0),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 86400.0),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),
+        ("garbage", None),
+        ("", None),
+    ],
+)
+def test_retry_after_is_clamped_into_a_finite_range(header: str, expected: float | None) -> None:
+    assert _retry_after_seconds(header) == expected
+
+
+def test_retry_after_in_ten_seconds() -> None:
+    assert 8 <= (_retry_after_seconds(formatdate(time.time() + 10, usegmt=True)) or 0) <= 10
+
+
+def claimed_for(timeout: float | None = None) -> tasks.Claimed:
+    fields = {"timeout_seconds": timeout} if timeout else {}
+    definition = {"nodes": [{"id": "n", "type": "function", "function": "x", **fields}]}
+    node = parse_definition(definition).nodes[0]
+    return tasks.Claimed(
+        attempt_id=7, execution_id="e", node=node, attempt=1, input={}, lease_seconds=30
+    )
+
+
+@pytest.mark.parametrize(
+    ("hard", "timeout", "expected"),
+    [(3600.0, None, 3630.0), (3600.0, 10.0, 12.0), (5.0, 100.0, 7.0), (100.0, 50.0, 55.0)],
+)
+def test_the_hard_limit_is_the_smaller_bound_plus_a_grace(
+    hard: float, timeout: float | None, expected: float
+) -> None:
+    with overridden(attempt_hard_limit_seconds=hard):
+        assert watchdog.hard_limit_seconds(claimed_for(timeout)) == expected
+
+
+def test_past_the_hard_limit_the_failure_is_recorded_and_the_process_replaced() -> None:
+    exits: list[bool] = []
+    with (
+        overridden(attempt_hard_limit_seconds=0.05),
+        mock.patch.object(watchdog, "attempt_fail", return_value=True) as fail,
+        mock.patch.object(watchdog, "replace_process_on_expiry", True),
+        mock.patch.object(watchdog, "connection"),
+    ):
+        dog = watchdog.Watchdog(claimed_for(), "w1", exit=lambda: exits.append(True)).arm()
+        assert dog.fired.wait(timeout=5)
+        deadline = time.monotonic() + 5
+        while not exits and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert exits == [True]
+    error = fail.call_args.kwargs["error"]
+    assert fail.call_args.kwargs["attempt_id"] == 7 and fail.call_args.kwargs["worker_id"] == "w1"
+    assert error["type"] == "HardTimeLimit" and error["retryable"] is False
+    assert "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS" in error["message"]
+
+
+def test_outside_a_pool_child_the_watchdog_records_but_never_exits() -> None:
+    exits: list[bool] = []
+    with (
+        overridden(attempt_hard_limit_seconds=0.05),
+        mock.patch.object(watchdog, "attempt_fail", return_value=True),
+        mock.patch.object(watchdog, "connection"),
+    ):
+        dog = watchdog.Watchdog(claimed_for(), "w1", exit=lambda: exits.append(True)).arm()
+        assert dog.fired.wait(timeout=5)
+        time.sleep(0.1)
+    assert exits == []
+
+
+def test_a_disarmed_watchdog_never_fires() -> None:
+    with overridden(attempt_hard_limit_seconds=0.05):
+        dog = watchdog.Watchdog(claimed_for(), "w1", exit=lambda: None).arm()
+        dog.disarm()
+        assert not dog.fired.wait(timeout=2.5)
