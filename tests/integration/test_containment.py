@@ -10,16 +10,16 @@ calls itself (the depth backstop), and a sub-workflow node that times out on its
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Event, Execution, Task
 from executions.services.start import execution_start
 from tests.factories import events, make_version, start
+from tests.integration.corruption import GARBAGE, set_definition
 
 #: timed out twice (1 s each) with one retry between, while `quick` succeeds and `after`
 #: (all_done) runs: the execution ends failed, as strict failure says, in a few seconds.
@@ -70,27 +70,19 @@ def assert_canary_works(live) -> None:
     assert statuses == {"slow": "failed", "quick": "succeeded", "after": "succeeded"}
 
 
-@contextmanager
-def corrupted_definition(version_id: int) -> Iterator[None]:
-    """Corrupt the version row behind the ORM's back; restore it afterwards (the test
-    process keeps its parsed copy, so the replay check can still read it)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT definition::text FROM workflows_workflowversion WHERE id = %s", [version_id]
-        )
-        (original,) = cursor.fetchone()
-        cursor.execute(
-            "UPDATE workflows_workflowversion SET definition = %s WHERE id = %s",
-            ['{"nodes": "not a list"}', version_id],
-        )
+def ended_on_garbage(live, execution_id: object, definition: dict) -> Execution:
+    """Wait for the execution to end while its version is garbage, then put the definition
+    back and let live.wait check the log (the replay check reads the definition)."""
+    deadline = time.monotonic() + 30
     try:
-        yield
+        while time.monotonic() < deadline:
+            status = Execution.objects.values_list("status", flat=True).get(pk=execution_id)
+            if status in EXECUTION_TERMINAL:
+                break
+            time.sleep(0.1)
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE workflows_workflowversion SET definition = %s WHERE id = %s",
-                [original, version_id],
-            )
+        set_definition(Execution.objects.get(pk=execution_id).version_id, definition)
+    return live.wait(execution_id, timeout=1)
 
 
 def assert_engine_error(execution: Execution, where: str) -> None:
@@ -107,12 +99,8 @@ def test_a_definition_corrupted_under_an_execution_fails_it_at_the_claim(live) -
     # Corrupted in the start's own transaction: no worker ever saw the good definition.
     with transaction.atomic():
         execution, _ = execution_start(version=version, input={})
-        stack = corrupted_definition(version.pk)
-        stack.__enter__()
-    try:
-        done = live.wait(execution.pk, timeout=30)
-    finally:
-        stack.__exit__(None, None, None)
+        set_definition(version.pk, GARBAGE)
+    done = ended_on_garbage(live, execution.pk, TWO_STEPS)
     # At once, by the worker's boundary: not after a lease (30 s) or a republish.
     assert time.monotonic() - began < 10
     assert_engine_error(done, "worker")
@@ -127,12 +115,8 @@ def test_a_definition_corrupted_before_a_scheduled_start_fails_it_at_the_timer(l
         execution, _ = execution_start(
             version=version, input={}, start_at=timezone.now() + timedelta(seconds=1)
         )
-        stack = corrupted_definition(version.pk)
-        stack.__enter__()
-    try:
-        done = live.wait(execution.pk, timeout=30)
-    finally:
-        stack.__exit__(None, None, None)
+        set_definition(version.pk, GARBAGE)
+    done = ended_on_garbage(live, execution.pk, TWO_STEPS)
     assert_engine_error(done, "timer")
     assert [e.type for e in events(done)] == ["engine_error", "workflow_failed"]
     assert_canary_works(live)

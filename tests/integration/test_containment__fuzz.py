@@ -6,24 +6,22 @@ a random point: those must end with an engine error naming it, and verify all th
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from executions.definitions import clear_cache
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services.start import execution_start
 from executions.services.sweep import sweep
 from nodes.registry import function_exists
 from nodes.tasks import run_task
+from tests.integration.corruption import GARBAGE, set_definition
 from tests.integration.engine import assert_replayable
 from workflows.dsl import DefinitionError
 from workflows.dsl.parser import parse_definition
@@ -117,7 +115,7 @@ def drive(execution: Execution, corrupt_at: int | None) -> Execution:
         if execution.status in EXECUTION_TERMINAL:
             return execution
         if round == corrupt_at:
-            _set_definition(execution.version_id, {"nodes": "not a list"})
+            set_definition(execution.version_id, GARBAGE)
         scheduled = Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
         for attempt_id in scheduled.values_list("pk", flat=True):
             run_task(attempt_id)
@@ -127,15 +125,6 @@ def drive(execution: Execution, corrupt_at: int | None) -> Execution:
         sweep()
     execution.refresh_from_db()
     return execution
-
-
-def _set_definition(version_id: int, definition: Any) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE workflows_workflowversion SET definition = %s WHERE id = %s",
-            [json.dumps(definition), version_id],
-        )
-    clear_cache()
 
 
 @pytest.mark.django_db
@@ -157,7 +146,7 @@ def test_random_definitions_never_break_start_the_worker_or_the_sweeper(
     version = WorkflowVersion.objects.create(workflow=workflow, version=1, definition=definition)
     execution, _ = execution_start(version=version, input=input)
     done = drive(execution, corrupt_at)
-    _set_definition(version.pk, definition)  # readable again, for the replay check
+    set_definition(version.pk, definition)  # readable again, for the replay check
     assert done.status in EXECUTION_TERMINAL, f"{done.status} after 40 rounds: {definition}"
     error = done.error or {}
     SEEN[error.get("type") or (error.get("cause") or {}).get("type") or done.status] += 1

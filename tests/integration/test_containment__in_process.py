@@ -8,14 +8,11 @@ engine needs it (the realistic shape of "a bug or bad data inside one execution"
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
-from executions.definitions import clear_cache
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services import containment
 from executions.services.attempts import attempt_claim
@@ -23,6 +20,7 @@ from executions.services.start import execution_start
 from executions.services.sweep import sweep
 from executions.tasks import advance_execution, fire_timer
 from tests.factories import events, make_version, start
+from tests.integration.corruption import corrupted_definition
 
 GHOST = "ghost-host:999999:1"
 SLEEPY = {
@@ -43,37 +41,6 @@ def no_backoff() -> Iterator[None]:
     containment.backoff._until.clear()
     yield
     containment.backoff._until.clear()
-
-
-@contextmanager
-def corrupted(version_id: int) -> Iterator[None]:
-    """The version's definition replaced by JSON the parser refuses, behind the ORM's back;
-    put back afterwards so the end-of-test replay check can read it."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT definition FROM workflows_workflowversion WHERE id = %s", [version_id]
-        )
-        (original,) = cursor.fetchone()
-        cursor.execute(
-            "UPDATE workflows_workflowversion SET definition = %s WHERE id = %s",
-            ['{"nodes": "not a list"}', version_id],
-        )
-    clear_cache()
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE workflows_workflowversion SET definition = %s WHERE id = %s",
-                [original if isinstance(original, str) else _dumps(original), version_id],
-            )
-        clear_cache()
-
-
-def _dumps(value: object) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 def expire(execution: Execution, seconds_ago: float) -> Attempt:
@@ -101,7 +68,7 @@ def test_one_bad_item_neither_stops_the_sweep_nor_the_next_tick() -> None:
     bad, good = start(SLEEPY), start(SLEEPY)
     expire(bad, seconds_ago=20)  # listed first: the good one comes after it
     expire(good, seconds_ago=10)
-    with corrupted(bad.version_id):
+    with corrupted_definition(bad.version_id):
         report = sweep()
         assert_engine_error(bad, "sweeper: attempt timeout", "DefinitionError")
         assert report.timed_out == 1
@@ -129,7 +96,7 @@ def test_an_execution_whose_engine_error_cannot_be_recorded_is_backed_off(monkey
         raise RuntimeError("the events table is gone")
 
     monkeypatch.setattr(containment, "execution_fail_engine_error", refuse)
-    with corrupted(bad.version_id):
+    with corrupted_definition(bad.version_id):
         sweep()
         assert calls == [bad.pk]
         expire(good, seconds_ago=1)
@@ -149,7 +116,7 @@ def test_an_execution_whose_engine_error_cannot_be_recorded_is_backed_off(monkey
 @pytest.mark.django_db
 def test_a_start_whose_definition_does_not_parse_fails_only_that_execution() -> None:
     version = make_version(SLEEPY)
-    with corrupted(version.pk):
+    with corrupted_definition(version.pk):
         execution, created = execution_start(version=version, input={"x": 1}, by="alice")
         assert created
         assert_engine_error(execution, "start", "DefinitionError")
@@ -164,7 +131,7 @@ def test_a_timer_that_breaks_fails_its_execution() -> None:
     )
     timer = Timer.objects.get(execution=execution)
     Timer.objects.filter(pk=timer.pk).update(due_at=timezone.now() - timedelta(seconds=1))
-    with corrupted(version.pk):
+    with corrupted_definition(version.pk):
         fire_timer(timer.pk)
         assert_engine_error(execution, "timer", "DefinitionError")
     # Marked fired: the sweeper does not fire it again on an ended execution.
@@ -176,10 +143,10 @@ def test_a_timer_that_breaks_fails_its_execution() -> None:
 def test_an_advance_that_breaks_fails_its_execution_in_the_task_and_the_sweeper() -> None:
     first, second = start(SLEEPY), start(SLEEPY)
     Execution.objects.filter(pk__in=[first.pk, second.pk]).update(decided_seq=1)
-    with corrupted(first.version_id):
+    with corrupted_definition(first.version_id):
         advance_execution(str(first.pk))
         assert_engine_error(first, "orchestrator: advance", "DefinitionError")
-    with corrupted(second.version_id):
+    with corrupted_definition(second.version_id):
         assert sweep().advanced == 0
         assert_engine_error(second, "sweeper: advance", "DefinitionError")
 
@@ -190,7 +157,7 @@ def test_the_worker_boundary_fails_the_execution_of_an_unclaimable_attempt() -> 
 
     execution = start(SLEEPY)
     attempt = Attempt.objects.get(execution=execution)
-    with corrupted(execution.version_id):
+    with corrupted_definition(execution.version_id):
         run_task(attempt.pk)
         assert_engine_error(execution, "worker", "DefinitionError")
     attempt.refresh_from_db()
