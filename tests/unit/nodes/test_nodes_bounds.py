@@ -4,8 +4,6 @@ and the response it keeps, a server's Retry-After, and the attempt's hard limit.
 from __future__ import annotations
 
 import math
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from email.utils import formatdate
@@ -17,6 +15,7 @@ from nodes import std, tasks, watchdog
 from nodes.context import NodeContext
 from nodes.errors import NodeError
 from nodes.executors.http import _retry_after_seconds, run_http
+from tests.raw_server import raw_http_server, response
 from workflows.dsl.limits import overridden
 from workflows.dsl.parser import parse_definition
 
@@ -46,43 +45,19 @@ def test_std_sleep_refuses_seconds_past_its_bound(
     assert time.monotonic() - begun < 1
 
 
+def drip_reply(line: str) -> list[tuple[bytes, float]]:
+    """`/body`: the headers at once, then the body a byte every 0.2 s; `/headers`: the
+    status line and headers themselves a byte every 0.2 s."""
+    head, body = response("200 OK", b"x" * 1000, Content_Type="text/plain").split(b"\r\n\r\n")
+    if " /body " in line:
+        return [(head + b"\r\n\r\n", 0), (body, 0.2)]
+    return [(head + b"\r\n\r\n" + body, 0.2)]
+
+
 @pytest.fixture
 def drip() -> Iterator[str]:
-    """A raw TCP server: `/body` sends headers at once, then its body a byte every 0.2 s;
-    `/headers` drips the status line and headers themselves."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    stop = threading.Event()
-
-    def serve(conn: socket.socket) -> None:
-        with conn:
-            request = conn.recv(65536).decode(errors="replace")
-            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n"
-            slow = head if " /headers " in request else b"x" * 1000
-            if " /body " in request:
-                conn.sendall(head)
-            for byte in slow:
-                if stop.is_set():
-                    return
-                try:
-                    conn.sendall(bytes([byte]))
-                except OSError:
-                    return
-                time.sleep(0.2)
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    stop.set()
-    listener.close()
+    with raw_http_server(drip_reply) as server:
+        yield server.url
 
 
 @pytest.mark.parametrize("path", ["/body", "/headers"])
