@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services import containment
-from executions.services.attempts import attempt_claim
+from executions.services.attempts import attempt_claim, attempt_complete
+from executions.services.containment import attempt_boundary
 from executions.services.start import execution_start
 from executions.services.sweep import sweep
 from executions.tasks import advance_execution, fire_timer
@@ -162,3 +164,24 @@ def test_the_worker_boundary_fails_the_execution_of_an_unclaimable_attempt() -> 
         assert_engine_error(execution, "worker", "DefinitionError")
     attempt.refresh_from_db()
     assert attempt.status == AttemptStatus.CANCELLED
+
+
+@pytest.mark.django_db
+def test_an_output_the_database_refuses_fails_only_its_execution() -> None:
+    """A worker's result that PostgreSQL cannot store (a NUL character in jsonb): the
+    DataError is caught at the worker's boundary and ends only that execution."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite stores a NUL character; PostgreSQL's jsonb refuses it")
+    execution, other = start(SLEEPY), start(SLEEPY)
+    attempt = Attempt.objects.get(execution=execution)
+    assert attempt_claim(attempt_id=attempt.pk, worker_id=GHOST) is not None
+    with attempt_boundary(attempt.pk):  # as run_task holds it around the result
+        attempt_complete(attempt_id=attempt.pk, worker_id=GHOST, output={"text": "a\x00b"})
+    error = assert_engine_error(execution, "worker", "DataError: unsupported Unicode escape")
+    assert "\\u0000 cannot be converted to text" in error["message"]
+    (cancelled,) = events(execution, "task_cancelled", "n")
+    assert cancelled.attempt == 1 and not events(execution, "task_completed")
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.CANCELLED
+    other.refresh_from_db()
+    assert other.status == "running" and not events(other, "engine_error")
