@@ -18,6 +18,7 @@ from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services import containment
 from executions.services.attempts import attempt_claim, attempt_complete
 from executions.services.containment import attempt_boundary
+from executions.services.control import execution_retry
 from executions.services.start import execution_start
 from executions.services.sweep import sweep
 from executions.tasks import advance_execution, fire_timer
@@ -164,6 +165,12 @@ def test_the_worker_boundary_fails_the_execution_of_an_unclaimable_attempt() -> 
         assert_engine_error(execution, "worker", "DefinitionError")
     attempt.refresh_from_db()
     assert attempt.status == AttemptStatus.CANCELLED
+    # The cause fixed (the row readable again), an operator's retry runs the node afresh.
+    execution_retry(execution_id=execution.pk, by="ops")
+    execution.refresh_from_db()
+    assert execution.status == "running" and execution.error is None
+    retried = Attempt.objects.get(execution=execution, attempt=2)
+    assert retried.status == AttemptStatus.SCHEDULED
 
 
 @pytest.mark.django_db
