@@ -53,6 +53,10 @@ def sweep() -> SweepReport:
             phase(report, now, skip)
         except TRANSIENT:
             log.warning("sweeper: %s skipped this tick", phase.__name__, exc_info=True)
+        except Exception:
+            # Not one execution's fault (those stop at their item): still, the other
+            # phases (timeouts above all) must run.
+            log.exception("sweeper: %s failed this tick", phase.__name__)
     return report
 
 

@@ -192,3 +192,16 @@ def test_an_output_the_database_refuses_fails_only_its_execution() -> None:
     assert attempt.status == AttemptStatus.CANCELLED
     other.refresh_from_db()
     assert other.status == "running" and not events(other, "engine_error")
+
+
+@pytest.mark.django_db
+def test_a_phase_that_breaks_leaves_the_other_phases_running(monkeypatch) -> None:
+    def broken(**kwargs):
+        raise RuntimeError("a bug in the child-notice query")
+
+    monkeypatch.setattr("executions.services.sweep.children_pending_notice", broken)
+    execution = start(SLEEPY)
+    expire(execution, seconds_ago=1)
+    assert sweep().timed_out == 1
+    execution.refresh_from_db()
+    assert execution.status == "failed" and execution.error["cause"]["type"] == "Timeout"
