@@ -20,6 +20,7 @@ from executions.services.advance import execution_advance
 from executions.services.attempts import attempt_claim, attempt_complete
 from executions.services.start import execution_start
 from tests.factories import make_version
+from workflows.dsl.limits import overridden
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +64,9 @@ def test_a_duplicate_claim_takes_no_lock(django_assert_max_num_queries) -> None:
 
 def _with_history(size: int) -> tuple[Execution, ExecutionState]:
     """An execution whose log is `size` events of a node failing and retrying."""
-    version = make_version(RETRY_FOREVER)
+    # A history longer than WORKFLOW_MAX_ATTEMPTS lets a definition be (operator retries).
+    with overridden(max_attempts=10**9):
+        version = make_version(RETRY_FOREVER)
     definition = definition_for(version.pk)
     execution = Execution.objects.create(workflow_id=version.workflow_id, version=version)
     events = synth_history(definition, str(execution.pk), size)
