@@ -54,54 +54,51 @@ def execution_start(
     existing = _existing(idempotency_key, engine_key, fingerprint)
     if existing is not None:
         return existing, False
+    row = {
+        "workflow_id": version.workflow_id,
+        "version": version,
+        "input": input,
+        "idempotency_key": idempotency_key or None,
+        "engine_key": engine_key or None,
+        "request_fingerprint": fingerprint if idempotency_key else "",
+        "replay_of": replay_of,
+        "parent_execution": parent,
+        "parent_node_id": parent_node_id,
+        "parent_attempt": parent_attempt,
+        "depth": parent.depth + 1 if parent is not None else 0,
+        "created_by": by[:150],
+    }
     try:
         with transaction.atomic():
-            execution = Execution.objects.create(
-                workflow_id=version.workflow_id,
-                version=version,
-                input=input,
-                idempotency_key=idempotency_key or None,
-                engine_key=engine_key or None,
-                request_fingerprint=fingerprint if idempotency_key else "",
-                replay_of=replay_of,
-                parent_execution=parent,
-                parent_node_id=parent_node_id,
-                parent_attempt=parent_attempt,
-                depth=parent.depth + 1 if parent is not None else 0,
-                created_by=by[:150],
-            )
-            _contained_begin(execution, version, start_at, reuse or [])
-    except IntegrityError:
-        # Two starts with the same key raced: the other one won.
-        existing = _existing(idempotency_key, engine_key, fingerprint)
-        if existing is None:
-            raise
-        return existing, False
-    return execution, True
-
-
-def _contained_begin(
-    execution: Execution,
-    version: WorkflowVersion,
-    start_at: datetime | None,
-    reuse: list[Decision],
-) -> None:
-    """Tasks and the first decisions, in a savepoint: whatever raises there (a definition
-    row that no longer parses, a bug) ends this execution with an engine error instead of
-    failing the request or the schedule tick that started it."""
-    try:
-        with transaction.atomic():
+            execution = Execution.objects.create(**row)
             create_tasks(execution, definition_for(version.pk))
             if start_at is not None and start_at > timezone.now():
                 _start_later(execution, start_at)
             else:
-                begin(execution, reuse)
+                begin(execution, reuse or [])
     except TRANSIENT:
         raise
     except Exception as exc:
+        if isinstance(exc, IntegrityError):
+            # Two starts with the same key raced: the other one won.
+            existing = _existing(idempotency_key, engine_key, fingerprint)
+            if existing is not None:
+                return existing, False
+        return _failed_start(row, exc), True
+    return execution, True
+
+
+def _failed_start(row: dict[str, Any], exc: Exception) -> Execution:
+    """The start raised past creating the row (a definition that no longer parses, a bug)
+    and was rolled back whole: create the execution bare and end it with the engine error,
+    so the request or schedule tick that started it gets a failed execution, not a crash.
+    (No savepoint around the start: the happy path pays no round trip for this.)"""
+    with transaction.atomic():
+        execution = Execution.objects.create(**row)
         if not contain(exc, where="start", execution_id=execution.pk, source=Source.API):
-            raise  # not even the failure could be recorded: start nothing
-        execution.refresh_from_db()
+            raise exc  # not even the failure could be recorded: start nothing
+    execution.refresh_from_db()
+    return execution
 
 
 def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
