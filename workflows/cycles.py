@@ -17,7 +17,7 @@ from workflows.dsl.problems import DefinitionError, Problem
 from workflows.models import WorkflowVersion
 
 #: Versions looked at per check, at most: a bound on the work one request can cause.
-MAX_VISITS = 2000
+MAX_VISITS = 500
 
 
 @dataclass(frozen=True)
