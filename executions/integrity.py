@@ -129,10 +129,10 @@ def check(
         definition = definition_for(execution.version_id)
     except Exception as exc:  # a version that no longer parses is a finding, not a crash
         return [*problems, Problem(eid, "decisions", f"definition does not parse: {exc}")]
-    divergence, _ = verify_log(definition, events, execution_id=eid)
+    divergence, state = verify_log(definition, events, execution_id=eid)
     if divergence is not None:
         problems.append(Problem(eid, "decisions", str(divergence), divergence.seq))
-    state = fold(events, execution_id=eid)
+        state = fold(events, execution_id=eid)  # verify stopped at the divergence
     for line in differences(execution, state, tasks=tasks):
         problems.append(Problem(eid, "projection", line))
     problems += _attempt_problems(eid, events, attempts)

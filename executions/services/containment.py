@@ -28,6 +28,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Timer
 from executions.services.advance import record_and_advance
+from nodes.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,8 @@ def execution_fail_engine_error(
         execution = store.lock_execution(execution_id)
         if execution.status in EXECUTION_TERMINAL:
             return False
-        fact = Decision(EventType.ENGINE_ERROR, data=engine_error_data(exc, where))
+        # An exception's text may hold anything the worker held, a secret included.
+        fact = Decision(EventType.ENGINE_ERROR, data=redact(engine_error_data(exc, where)))
         record_and_advance(execution, [fact], source=source)
         # The decisions cancelled every active node's rows; these are any left over (a
         # scheduled start, rows out of step with a log the engine could not read).
