@@ -209,3 +209,21 @@ def test_a_phase_that_breaks_leaves_the_other_phases_running(monkeypatch) -> Non
     assert report.advanced == 1
     undecided.refresh_from_db()
     assert undecided.decided_seq == undecided.last_seq
+
+
+@pytest.mark.django_db
+def test_a_schedule_fire_on_a_broken_version_fails_only_that_execution(monkeypatch) -> None:
+    from schedules.services import schedule_create
+    from schedules.tasks import run_schedule
+
+    version = make_version(SLEEPY)
+    schedule = schedule_create(workflow=version.workflow, cron="* * * * *")
+    tick = timezone.now().replace(second=30)
+    monkeypatch.setattr("schedules.services.timezone.now", lambda: tick)
+    with corrupted_definition(version.pk):
+        fired = run_schedule(str(schedule.pk))
+        execution = Execution.objects.get(pk=fired)
+        assert_engine_error(execution, "start", "DefinitionError")
+    assert execution.engine_key.startswith(f"schedule:{schedule.pk}:")
+    assert execution.created_by == f"schedule:{schedule.pk}"
+    assert run_schedule(str(schedule.pk)) == fired  # the same tick: still that one
