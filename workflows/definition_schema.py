@@ -143,6 +143,11 @@ DEFINITION = {
             },
             "retry_policy": {"$ref": "#/components/schemas/RetryPolicy"},
             "output": ANY_JSON,
+            "secrets": {
+                "type": "array",
+                "description": "The only secrets this workflow may use as {{ secrets.NAME }}.",
+                "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+            },
         },
         TOP_FIELDS,
     ),
