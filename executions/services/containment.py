@@ -125,8 +125,9 @@ def boundary(
     reraise_transient: bool = False,
 ) -> Iterator[None]:
     """Contain what the block raises to the execution `execution_of()` names (called only
-    after a failure). Transient database errors are re-raised when asked (a Celery task
-    whose message is redelivered), else logged."""
+    after a failure). Transient database errors are re-raised when asked (a Celery task:
+    the worker logs the failure, the sweeper redoes from the database what it left), else
+    logged."""
     try:
         yield
     except TRANSIENT:
