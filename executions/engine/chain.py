@@ -17,7 +17,8 @@ The canonical JSON is what the store writes *and* what it reads back, on Postgre
   float with |x| < 2**53 is written as that integer, and any number beyond 2**53 in
   magnitude is written as the shortest float repr of its double (`1e+16`). Numbers beyond
   2**53 are therefore covered at double precision, as any JSON reader would see them;
-- object keys as strings (JSON has no other kind) and tuples as lists.
+- object keys as strings, as the JSON encoder writes them (`1` -> "1", `True` -> "true"),
+  and tuples as lists.
 
 NaN and infinities are not JSON and never reach the log (the worker refuses them before
 recording), so they have no canonical form here: `canonical` raises ValueError on them.
@@ -56,6 +57,11 @@ def _number(value: int | float) -> int | float:
         return value
 
 
+def _key(key: Any) -> str:
+    """An object key as the JSON encoder writes it (and so as it comes back)."""
+    return key if isinstance(key, str) else json.dumps(key)
+
+
 def normalize(value: Any) -> Any:
     """The JSON value as the canonical form sees it (see the module docstring)."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
@@ -63,7 +69,7 @@ def normalize(value: Any) -> Any:
     if isinstance(value, int | float):
         return _number(value)
     if isinstance(value, Mapping):
-        return {str(key): normalize(item) for key, item in value.items()}
+        return {_key(key): normalize(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [normalize(item) for item in value]
     raise TypeError(f"{type(value).__name__} is not a JSON value")

@@ -137,6 +137,7 @@ def test_the_canonical_form_is_sorted_compact_json_with_utc_microseconds() -> No
         (-0.0, 0),
         ((1, 2), [1, 2]),
         ({1: "a"}, {"1": "a"}),
+        ({True: None, None: 2.5}, {"true": None, "null": 2.5}),
         (0.1, 0.1),
     ],
 )
