@@ -5,8 +5,14 @@ test_containment.py)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +21,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from executions.models import Event, Execution, Task
+from tests import stuck_functions  # noqa: F401  (registers test.stuck here too)
 from tests.factories import events, start
+from tests.integration.engine import Engine
 from tests.integration.test_containment import assert_canary_works
 from tests.raw_server import raw_http_server, response
 
@@ -92,6 +100,7 @@ def test_a_ten_stage_pipe_in_a_first_node_answers_201_fast_and_fails_the_node(
         "nodes": [{"id": "boom", "type": "function", "function": "std.echo", "input": pipe}]
     }
     execution_id, took = post_execution(api, definition, {"x": 1})
+    print(f"\nten-stage pipe: POST /executions answered 201 in {took:.3f}s")
     assert took < FAST_POST_SECONDS, f"POST /executions took {took:.1f}s"
     done = live.wait(execution_id, timeout=30)
     assert done.status == "failed"
@@ -115,6 +124,7 @@ MAP = {
 
 def test_a_map_over_100001_items_answers_201_fast_and_fails_the_map(live, api) -> None:
     execution_id, took = post_execution(api, MAP, {"items": list(range(100_001))})
+    print(f"\nmap over 100,001 items: POST /executions answered 201 in {took:.3f}s")
     assert took < FAST_POST_SECONDS, f"POST /executions took {took:.1f}s"
     done = live.wait(execution_id, timeout=30)
     assert done.status == "failed"
@@ -250,3 +260,56 @@ def test_an_overflowing_when_fails_its_node_with_a_template_error(live) -> None:
     assert error["type"] == "TemplateError" and "OverflowError" in error["message"], error
     assert not Event.objects.filter(execution=done, type="engine_error").exists()
     assert_canary_works(live)
+
+
+def _stop(worker: subprocess.Popen) -> None:
+    os.killpg(worker.pid, signal.SIGTERM)
+    try:
+        worker.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=5)
+
+
+@contextmanager
+def only_worker(live: Engine, **env: str) -> Iterator[Path]:
+    """The session's workers replaced by one started with `env` on top, then restored;
+    yields the path of its log."""
+    saved = live.env
+    for worker in list(live.workers):
+        _stop(worker)
+        live.workers.remove(worker)
+    live.env = {**saved, **env}
+    worker = live.start_worker(concurrency=2)
+    try:
+        yield live.log_dir / f"worker-{live.counter}.log"
+    finally:
+        _stop(worker)
+        live.workers.remove(worker)
+        live.env = saved
+        live.start_worker(concurrency=2)
+
+
+def test_an_attempt_past_its_hard_limit_fails_and_its_worker_slot_is_reclaimed(live) -> None:
+    modules = "nodes.std,nodes.demo,tests.stuck_functions"
+    env = {"WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS": "2", "WORKFLOW_FUNCTION_MODULES": modules}
+    with only_worker(live, **env) as log:
+        # Two stuck attempts take both pool processes: only replaced processes can run more.
+        began = time.monotonic()
+        stuck = [
+            start({"nodes": [{"id": "stuck", "type": "function", "function": "test.stuck"}]})
+            for _ in range(2)
+        ]
+        for execution in stuck:
+            done = live.wait(execution.pk, timeout=60)
+            assert done.status == "failed"
+            error = failed_node(done, "stuck")
+            assert error["type"] == "HardTimeLimit" and error["retryable"] is False, error
+            assert "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS" in error["message"], error
+        took = time.monotonic() - began
+        # 2 s and a 2 s grace, not the function's 600 s.
+        assert took < 20, f"the stuck attempts held their slots {took:.1f}s"
+        print(f"\nhard limit 2 s (+2 s grace): both stuck attempts failed after {took:.1f}s")
+        assert_canary_works(live)
+        replaced = log.read_text(errors="replace").count("exited with 'exitcode 70'")
+        assert replaced == 2, f"the pool replaced {replaced} stuck processes, not 2"
