@@ -79,7 +79,8 @@ class TaskSerializer(serializers.ModelSerializer):
 class EventSerializer(serializers.ModelSerializer):
     class Meta:
         model = Event
-        fields = ["seq", "type", "node_id", "attempt", "data", "timestamp", "source"]
+        # hash: the chain (executions/engine/chain.py), for clients that keep their own copy.
+        fields = ["seq", "type", "node_id", "attempt", "data", "timestamp", "source", "hash"]
 
 
 class AttemptSerializer(serializers.ModelSerializer):

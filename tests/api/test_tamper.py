@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rest_framework.test import APIClient
 
 from executions.engine.chain import first_break
 from executions.models import Attempt, Event, Execution, Task, Timer
@@ -81,6 +82,17 @@ def test_every_event_is_chained_and_the_execution_keeps_the_head() -> None:
     assert execution.last_hash == rows[-1].hash
     assert first_break(linked_events(execution.pk), last_hash=execution.last_hash) is None
     call_command("verify_logs", str(execution.pk))
+
+
+def test_the_events_endpoint_shows_each_hash(django_user_model) -> None:
+    execution = run_first_node()
+    boss = django_user_model.objects.create_superuser("boss", "b@example.com", "pw-boss-1")
+    client = APIClient()
+    client.force_authenticate(boss)
+    response = client.get(f"/executions/{execution.pk}/events")
+    assert response.status_code == 200, response.content
+    shown = [(e["seq"], e["hash"]) for e in response.json()["results"]]
+    assert shown == list(Event.objects.filter(execution=execution).values_list("seq", "hash"))
 
 
 @pytest.mark.tampered
