@@ -202,3 +202,23 @@ def test_verify_logs_refuses_bad_ids() -> None:
         call_command("verify_logs", "nope")
     with pytest.raises(CommandError, match="no execution"):
         call_command("verify_logs", "00000000-0000-0000-0000-000000000000")
+
+
+def test_rebuild_recreates_missing_rows_and_removes_stray_ones(capsys) -> None:
+    execution = run_first_node()
+    Attempt.objects.filter(execution=execution).delete()
+    stray = Timer.objects.get(execution=execution)
+    Timer.objects.create(
+        execution=execution, node_id="a", attempt=2, kind="retry", due_at=stray.due_at
+    )
+    with pytest.raises(CommandError, match="2 problem"):
+        call_command("verify_logs", str(execution.pk))
+    out = capsys.readouterr().out
+    assert "[attempts] a#1: no row, log says succeeded" in out
+    assert "[timers] retry timer a#2: not in the log" in out
+    call_command("verify_logs", str(execution.pk), "--rebuild")
+    (attempt,) = Attempt.objects.filter(execution=execution)
+    assert (attempt.node_id, attempt.attempt, attempt.status) == ("a", 1, "succeeded")
+    assert list(Timer.objects.filter(execution=execution).values_list("kind", "node_id")) == [
+        ("delay", "wait")
+    ]
