@@ -22,7 +22,7 @@ from executions.services import control
 
 class SignalSerializer(serializers.Serializer):
     data = serializers.JSONField(
-        required=False, default=None, help_text="Any JSON: the approval node's output."
+        required=False, default=None, allow_null=True, help_text="Any JSON: the node's output."
     )
     comment = StrictCharField(required=False, default="", allow_blank=True, max_length=10_000)
 

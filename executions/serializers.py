@@ -14,8 +14,8 @@ class ExecutionSerializer(serializers.ModelSerializer):
     workflow_id = serializers.IntegerField(read_only=True)
     workflow = serializers.CharField(source="workflow.name", read_only=True)
     version = serializers.IntegerField(source="version.version", read_only=True)
-    replay_of = serializers.UUIDField(source="replay_of_id", read_only=True)
-    parent_execution_id = serializers.UUIDField(read_only=True)
+    replay_of = serializers.UUIDField(source="replay_of_id", read_only=True, allow_null=True)
+    parent_execution_id = serializers.UUIDField(read_only=True, allow_null=True)
 
     class Meta:
         model = Execution
@@ -43,7 +43,9 @@ class ExecutionCreateSerializer(serializers.Serializer):
     version = StrictIntegerField(
         required=False, min_value=1, max_value=MAX_INT32, help_text="Default: the latest."
     )
-    input = serializers.JSONField(required=False, default=dict, help_text="Any JSON.")
+    input = serializers.JSONField(
+        required=False, default=dict, allow_null=True, help_text="Any JSON; null means {}."
+    )
     start_at = serializers.DateTimeField(
         required=False, help_text="Start no earlier than this (ISO 8601, with an offset)."
     )

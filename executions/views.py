@@ -78,7 +78,7 @@ class ExecutionListCreate(generics.ListAPIView):
             raise ValidationError({"Idempotency-Key": [f"At most {_MAX_KEY} characters."]})
         execution, _ = execution_start(
             version=_version(workflow, data.get("version")),
-            input=data.get("input", {}),
+            input={} if data["input"] is None else data["input"],
             idempotency_key=key,
             start_at=data.get("start_at"),
             by=request.user.get_username(),

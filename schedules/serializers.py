@@ -28,12 +28,19 @@ class ScheduleCreateSerializer(serializers.Serializer):
     timezone = StrictCharField(
         required=False, default="UTC", max_length=64, help_text="IANA name the cron runs in."
     )
-    input = serializers.JSONField(required=False, default=dict, help_text="Any JSON.")
+    input = serializers.JSONField(
+        required=False, default=dict, allow_null=True, help_text="Any JSON; null means {}."
+    )
     enabled = StrictBooleanField(required=False, default=True)
 
 
 class ScheduleUpdateSerializer(serializers.Serializer):
-    enabled = StrictBooleanField(help_text="false pauses the schedule, true resumes it.")
+    """A PATCH: every field optional, an absent one unchanged (an empty body changes
+    nothing)."""
+
+    enabled = StrictBooleanField(
+        required=False, help_text="false pauses the schedule, true resumes it."
+    )
 
 
 class ScheduleSerializer(serializers.ModelSerializer):

@@ -50,7 +50,7 @@ class ScheduleListCreate(generics.ListAPIView):
             version=data.get("version"),
             cron=data["cron"],
             timezone_name=data["timezone"],
-            input=data["input"],
+            input={} if data["input"] is None else data["input"],
             enabled=data["enabled"],
             by=request.user.get_username(),
         )
@@ -72,11 +72,12 @@ class ScheduleDetail(generics.GenericAPIView):
         schedule = _schedule(schedule_id)
         body = ScheduleUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        schedule_set_enabled(
-            schedule=schedule,
-            enabled=body.validated_data["enabled"],
-            by=request.user.get_username(),
-        )
+        if "enabled" in body.validated_data:
+            schedule_set_enabled(
+                schedule=schedule,
+                enabled=body.validated_data["enabled"],
+                by=request.user.get_username(),
+            )
         return Response(ScheduleSerializer(schedule).data)
 
     @extend_schema(responses={204: None})

@@ -29,3 +29,74 @@ def test_docs_render() -> None:
     response = APIClient().get("/docs")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+def _schema() -> dict:
+    return APIClient().get("/schema", {"format": "json"}).json()
+
+
+def _operations(schema: dict):
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            yield path, method.upper(), operation
+
+
+def test_every_operation_documents_its_errors_with_a_detail_body() -> None:
+    schema = _schema()
+    assert schema["components"]["schemas"]["Error"]["required"] == ["detail"]
+    for path, method, operation in _operations(schema):
+        codes = set(operation["responses"])
+        public = path in ("/healthz", "/schema")
+        expected = set() if public else {"401", "403"}
+        if "{" in path:
+            expected |= {"400", "404"}
+        if "requestBody" in operation:
+            expected |= {"400", "413", "415"}
+        if any(p["in"] == "query" for p in operation.get("parameters", [])):
+            expected.add("400")
+        assert expected <= codes, (method, path, sorted(codes))
+        for code in expected:
+            body = operation["responses"][code]["content"]["application/json"]["schema"]
+            assert body == {"$ref": "#/components/schemas/Error"}, (method, path, code)
+
+
+def test_conflicts_are_documented_where_the_status_can_refuse() -> None:
+    paths = _schema()["paths"]
+    for path in ("cancel", "retry", "tasks/{node_id}/approve", "tasks/{node_id}/reject"):
+        assert "409" in paths[f"/executions/{{execution_id}}/{path}"]["post"]["responses"], path
+    assert "409" in paths["/executions"]["post"]["responses"]  # Idempotency-Key reuse
+
+
+def test_idempotency_key_header_and_typed_bodies() -> None:
+    schema = _schema()
+    start = schema["paths"]["/executions"]["post"]
+    header = next(p for p in start["parameters"] if p["name"] == "Idempotency-Key")
+    assert header["in"] == "header" and header["schema"]["maxLength"] == 255
+    body = start["requestBody"]["content"]
+    assert list(body) == ["application/json"], "only JSON bodies are accepted"
+    components = schema["components"]["schemas"]
+    create = components["WorkflowCreateRequest"]["properties"]
+    assert create["definition"]["allOf"] == [{"$ref": "#/components/schemas/Definition"}]
+    node = components["Node"]
+    assert node["required"] == ["id", "type"] and node["additionalProperties"] is False
+    assert node["properties"]["type"]["enum"] == [
+        "function", "http", "delay", "approval", "workflow", "map"
+    ]  # fmt: skip
+    limits = schema["paths"]["/executions"]["get"]["parameters"]
+    limit = next(p for p in limits if p["name"] == "limit")
+    assert limit["schema"]["maximum"] >= 1
+
+
+def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
+    import jsonschema
+
+    from tests.examples import CONTRACT_EXAMPLE
+    from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
+    from workflows.dsl.parser import TOP_FIELDS
+
+    components = _schema()["components"]
+    root = {"components": components, **components["schemas"]["Definition"]}
+    jsonschema.Draft4Validator(root).validate(CONTRACT_EXAMPLE)
+    node_fields = {*GRAPH_FIELDS, *COMMON_FIELDS, *(f for fs in TYPE_FIELDS.values() for f in fs)}
+    assert set(components["schemas"]["Node"]["properties"]) == node_fields
+    assert set(components["schemas"]["Definition"]["properties"]) == set(TOP_FIELDS)
