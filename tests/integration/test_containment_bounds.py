@@ -5,9 +5,6 @@ test_containment.py)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -262,30 +259,19 @@ def test_an_overflowing_when_fails_its_node_with_a_template_error(live) -> None:
     assert_canary_works(live)
 
 
-def _stop(worker: subprocess.Popen) -> None:
-    os.killpg(worker.pid, signal.SIGTERM)
-    try:
-        worker.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=5)
-
-
 @contextmanager
 def only_worker(live: Engine, **env: str) -> Iterator[Path]:
     """The session's workers replaced by one started with `env` on top, then restored;
     yields the path of its log."""
     saved = live.env
     for worker in list(live.workers):
-        _stop(worker)
-        live.workers.remove(worker)
+        live.kill_worker(worker)  # idle between tests: nothing is lost
     live.env = {**saved, **env}
     worker = live.start_worker(concurrency=2)
     try:
         yield live.log_dir / f"worker-{live.counter}.log"
     finally:
-        _stop(worker)
-        live.workers.remove(worker)
+        live.kill_worker(worker)
         live.env = saved
         live.start_worker(concurrency=2)
 
