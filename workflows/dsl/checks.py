@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from workflows.dsl.limits import limits, over, under
 from workflows.dsl.problems import Problem
+
+N = TypeVar("N", int, float)
 
 #: JSON values nested deeper than this are refused: they serve no workflow and would hit
 #: the recursion limits of the JSON encoders that store and render them.
@@ -93,8 +95,8 @@ class Collector:
         self.limited = limited
 
     def within(
-        self, value: float | None, name: str, *, node: str | None, field: str, least: bool = False
-    ) -> float | None:
+        self, value: N | None, name: str, *, node: str | None, field: str, least: bool = False
+    ) -> N | None:
         """`value` if it respects the bound `name` of limits.py (a maximum, or a minimum
         with `least`), else None with a problem naming the setting."""
         if value is None or not self.limited:
