@@ -9,7 +9,7 @@ from typing import Any
 from executions.engine.events import Decision, EventType
 from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Node
-from workflows.dsl.bodies import until_problem
+from workflows.dsl.delays import until_problem
 from workflows.dsl.limits import limits, over
 from workflows.dsl.templates import TemplateError, check_size, render, search
 

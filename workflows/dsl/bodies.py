@@ -6,15 +6,13 @@ The same code parses a graph node, a `compensation` and a map's per-item `node`;
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from workflows.dsl.checks import Collector, Scope, describe, quote
-from workflows.dsl.limits import limits, over
+from workflows.dsl.checks import Collector, Scope, describe, no_secrets, quote
+from workflows.dsl.delays import parse_delay
 from workflows.dsl.model import NODE_TYPES, NodeBody, RetryPolicy
 from workflows.dsl.policy import parse_policy
 from workflows.dsl.references import check_items, check_templates
@@ -219,63 +217,6 @@ def _statuses(c: Collector, raw: object, place: Place) -> tuple[int, ...] | None
     return tuple(codes)
 
 
-def _delay(c: Collector, raw: Mapping[str, Any], place: Place, _: RetryPolicy) -> dict[str, Any]:
-    node, p = place.scope.node, place.prefix
-    if ("seconds" in raw) == ("until" in raw):
-        c.add(
-            "give exactly one of seconds (a number >= 0) or until (an ISO 8601 instant "
-            'with a timezone, e.g. "2030-01-01T09:00:00+00:00")',
-            node=node,
-            field=p + "seconds",
-        )
-    if "seconds" in raw:
-        seconds = c.number(raw["seconds"], node=node, field=p + "seconds", minimum=0)
-        return {"seconds": c.within(seconds, "max_delay_seconds", node=node, field=p + "seconds")}
-    if "until" in raw:
-        return {"until": _until(c, raw["until"], place)}
-    return {}
-
-
-def _until(c: Collector, raw: object, place: Place) -> str | None:
-    node, field = place.scope.node, place.prefix + "until"
-    text = c.string(raw, node=node, field=field, what="an ISO 8601 instant with a timezone")
-    if text is None:
-        return None
-    if "{{" in text:
-        check_templates(c, text, scope=_no_secrets(place.scope), field=field)
-        return text
-    try:
-        instant = datetime.fromisoformat(text)
-    except ValueError:
-        instant = None
-    if instant is None or instant.tzinfo is None:
-        reason = "has no timezone" if instant else "is not an ISO 8601 instant"
-        c.add(
-            f"{quote(text)} {reason}: write e.g. 2030-01-01T09:00:00+00:00 or ...Z",
-            node=node,
-            field=field,
-        )
-        return None
-    problem = until_problem(instant, datetime.now(UTC)) if c.limited else None
-    if problem:
-        c.add(f"{quote(text)}: {problem}", node=node, field=field)
-        return None
-    return text
-
-
-def until_problem(instant: datetime, now: datetime) -> str | None:
-    """Why a delay may not wait until `instant` (aware), seen at `now`; None if it may.
-
-    Shared by the parser (a literal `until`) and the engine (a templated one)."""
-    try:
-        seconds = (instant.astimezone(UTC) - now).total_seconds()
-    except (OverflowError, ValueError):
-        return "out of the range of dates the engine can store"
-    if seconds > limits().max_delay_seconds:
-        return over("max_delay_seconds", what="waiting until then", got=round(seconds))
-    return None
-
-
 def _workflow(c: Collector, raw: Mapping[str, Any], place: Place, _: RetryPolicy) -> dict[str, Any]:
     node, p = place.scope.node, place.prefix
     kwargs: dict[str, Any] = {}
@@ -300,7 +241,7 @@ def _map(c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     kwargs: dict[str, Any] = {}
     if _required(c, raw, "items", place, "an expression that yields a list, e.g. input.items"):
         kwargs["items"] = check_items(
-            c, raw["items"], scope=_no_secrets(place.scope), field=p + "items"
+            c, raw["items"], scope=no_secrets(place.scope), field=p + "items"
         )
     if _required(c, raw, "node", place, 'the body run per item, e.g. {"type": "function", ...}'):
         body = Place(
@@ -342,15 +283,10 @@ def _approval(c: Collector, raw: Mapping[str, Any], place: Place, _: RetryPolicy
     return {"approvers": tuple(value)}
 
 
-def _no_secrets(scope: Scope) -> Scope:
-    """Fields the orchestrator evaluates itself, where secrets are not available."""
-    return dataclasses.replace(scope, secrets_ok=False)
-
-
 _TYPE_PARSERS: Mapping[str, Parser] = {
     "function": _function,
     "http": _http,
-    "delay": _delay,
+    "delay": parse_delay,
     "approval": _approval,
     "workflow": _workflow,
     "map": _map,

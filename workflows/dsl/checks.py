@@ -6,6 +6,7 @@ definition reports everything wrong with it. Pure Python: no Django.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -70,6 +71,11 @@ class Scope:
     self_ok: bool = False
     #: Secrets are resolved by workers only; the orchestrator never sees them.
     secrets_ok: bool = True
+
+
+def no_secrets(scope: Scope) -> Scope:
+    """Fields the orchestrator evaluates itself, where secrets are not available."""
+    return dataclasses.replace(scope, secrets_ok=False)
 
 
 @dataclass(frozen=True)
