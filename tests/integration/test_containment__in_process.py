@@ -227,3 +227,24 @@ def test_a_schedule_fire_on_a_broken_version_fails_only_that_execution(monkeypat
     assert execution.engine_key.startswith(f"schedule:{schedule.pk}:")
     assert execution.created_by == f"schedule:{schedule.pk}"
     assert run_schedule(str(schedule.pk)) == fired  # the same tick: still that one
+
+
+@pytest.mark.django_db
+def test_post_executions_on_a_broken_version_is_201_with_a_failed_execution(
+    django_user_model,
+) -> None:
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    root = django_user_model.objects.create_superuser(username="root", password="pw-root")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=root).key}")
+    version = make_version(SLEEPY)
+    with corrupted_definition(version.pk):
+        response = client.post(
+            "/executions", {"workflow": version.workflow.name, "input": {}}, format="json"
+        )
+        assert response.status_code == 201, response.content
+        body = response.json()
+        assert body["status"] == "failed" and body["error"]["type"] == "EngineError"
+        assert_engine_error(Execution.objects.get(pk=body["id"]), "start", "DefinitionError")
