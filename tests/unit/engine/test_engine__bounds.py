@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from executions.engine.events import EventType
 from executions.engine.maps import max_parallel
@@ -16,7 +18,7 @@ from executions.engine.retry import retry_delay
 from executions.engine.statuses import TaskStatus
 from executions.engine.timeutil import EARLIEST, LATEST, plus_seconds
 from tests.unit.engine.sim import Run
-from workflows.dsl import RetryPolicy, parse_definition
+from workflows.dsl import DefinitionError, RetryPolicy, parse_definition
 from workflows.dsl.limits import limits, overridden
 
 STAGE = " | [@,@,@,@,@,@,@,@,@,@][]"
@@ -186,3 +188,69 @@ def test_a_retry_after_of_any_value_gives_a_finite_delay(
 ) -> None:
     error = {"retry_after_seconds": retry_after}
     assert retry_delay(POLICY, execution_id="e", node_id="n", attempt=1, error=error) == expected
+
+
+ATOMS = ["input.x", "@", "`1`", "`1e999`", "`-1`", "'s'", "input.x[0]", "nodes.a.output"]
+UNARY = ["ceil({})", "abs({})", "length({})", "to_string({})", "sort({})", "max({})",
+         "to_number({})", "keys({})", "{}[*]", "{}[]", "{{k: {}}}", "{}[?@ > `1`]",
+         "{} | [@,@,@,@,@,@,@,@,@,@][]", "!{}", "({})"]  # fmt: skip
+BINARY = ["{} == {}", "{} > {}", "{} || {}", "{} && {}", "[{}, {}]", "merge({}, {})"]
+#: JMESPath built from pieces that overflow, mistype, multiply and nest: most of what it
+#: yields compiles, so the property sees evaluation, not just syntax errors.
+EXPRESSION = st.recursive(
+    st.sampled_from(ATOMS),
+    lambda inner: st.one_of(
+        st.tuples(st.sampled_from(UNARY), inner).map(lambda t: t[0].format(t[1])),
+        st.tuples(st.sampled_from(BINARY), inner, inner).map(lambda t: t[0].format(t[1], t[2])),
+    ),
+    max_leaves=12,
+)
+INPUT = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(when=EXPRESSION, template=EXPRESSION, items=EXPRESSION, x=INPUT)
+def test_decide_survives_any_expression_over_any_input(
+    when: str, template: str, items: str, x: Any
+) -> None:
+    """Whatever `when`, a template and a map's `items` say, the execution runs to an end:
+    an expression that fails, overflows or runs long fails its node, never decide."""
+    definition = {
+        "nodes": [
+            {
+                "id": "a",
+                "type": "function",
+                "function": "std.echo",
+                "input": {"v": "{{ input.x }}"},
+            },
+            {
+                "id": "b",
+                "type": "function",
+                "function": "std.echo",
+                "depends_on": ["a"],
+                "trigger_rule": "all_done",
+                "when": when,
+                "input": "{{ nodes.a.output | " + template + " }}",
+            },
+            {
+                "id": "m",
+                "type": "map",
+                "depends_on": ["a"],
+                "items": items,
+                "node": {"type": "function", "function": "std.echo", "input": "{{ item }}"},
+            },
+        ]
+    }
+    try:
+        parsed = parse_definition(definition)
+    except DefinitionError:
+        assume(False)
+        return
+    state = Run(parsed).run_to_end({"x": x}, max_steps=500)
+    assert state.status in ("succeeded", "failed"), state.status
