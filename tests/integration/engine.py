@@ -15,6 +15,7 @@ from django.db import connection
 
 from executions import store
 from executions.definitions import definition_for
+from executions.engine.chain import first_break
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
 from executions.models import Execution
@@ -178,6 +179,11 @@ class Engine:
             execution = Execution.objects.get(pk=execution_id)
             if execution.status in EXECUTION_TERMINAL:
                 assert_replayable(execution)
+                # Real workers wrote it: every hash must chain (tests/api forge logs too).
+                found = first_break(
+                    store.linked_events(execution.pk), last_hash=execution.last_hash
+                )
+                assert found is None, str(found)
                 return execution
             time.sleep(0.1)
         raise AssertionError(
