@@ -89,9 +89,9 @@ def drop_trailing_slash_duplicates(endpoints: list[Endpoint], **kwargs: Any) -> 
 def add_definition_components(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Register the definition's JSON Schema (workflows.definition_schema), which the
     serializers' DefinitionField refers to by $ref."""
-    from workflows.definition_schema import COMPONENTS
+    from workflows.definition_schema import components
 
-    result.setdefault("components", {}).setdefault("schemas", {}).update(COMPONENTS)
+    result.setdefault("components", {}).setdefault("schemas", {}).update(components())
     return result
 
 

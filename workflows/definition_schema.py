@@ -9,9 +9,11 @@ functions are registered and referenced workflows exist. Its 400 names node and 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, HTTP_METHODS, TYPE_FIELDS
+from workflows.dsl.limits import limits
 from workflows.dsl.model import NODE_TYPES, TRIGGER_RULES
 from workflows.dsl.parser import TOP_FIELDS
 
@@ -160,3 +162,30 @@ COMPONENTS = {
     "NodeBody": NODE_BODY,
     "Node": NODE,
 }
+
+
+def components() -> dict[str, Any]:
+    """COMPONENTS with the bounds in force (workflows.dsl.limits, from the WORKFLOW_...
+    settings) and the registered functions, as of when the schema is generated. A version
+    stored under looser settings may exceed a bound that was lowered since."""
+    from nodes.registry import function_names
+
+    bound = limits()
+    out = copy.deepcopy(COMPONENTS)  # one deepcopy: Node and NodeBody still share fields
+    policy = out["RetryPolicy"]["properties"]
+    policy["max_attempts"]["maximum"] = bound.max_attempts
+    policy["initial_interval_seconds"] = {
+        "type": "number",
+        "minimum": bound.min_retry_interval_seconds,
+    }
+    body = out["NodeBody"]["properties"]
+    body["timeout_seconds"]["maximum"] = bound.max_timeout_seconds
+    body["heartbeat_timeout_seconds"]["maximum"] = bound.max_heartbeat_timeout_seconds
+    body["seconds"]["maximum"] = bound.max_delay_seconds
+    body["max_parallel"]["maximum"] = bound.map_max_parallel
+    body["items"]["maxLength"] = bound.max_expression_length
+    if function_names():
+        body["function"]["enum"] = sorted(function_names())
+    out["Node"]["properties"]["when"]["maxLength"] = bound.max_expression_length
+    out["Definition"]["properties"]["nodes"]["maxItems"] = bound.max_nodes
+    return out
