@@ -143,10 +143,23 @@ def test_audit_records_who_did_it(world) -> None:
     wf = world["execution"].workflow_id
     started = operator.post("/executions", {"workflow": wf}, format="json").json()
     assert started["created_by"] == "olga"
-    assert Execution.objects.get(pk=started["id"]).created_by == "olga"
+    execution = Execution.objects.get(pk=started["id"])
+    assert execution.created_by == "olga"
+    assert execution.events.get(type="workflow_started").data["by"] == "olga"
     operator.post(f"/executions/{started['id']}/cancel")
-    cancel = Execution.objects.get(pk=started["id"]).events.get(type="workflow_cancel_requested")
-    assert cancel.data["by"] == "olga"
+    assert execution.events.get(type="workflow_cancel_requested").data["by"] == "olga"
+    retried = operator.post(f"/executions/{started['id']}/retry", {}, format="json")
+    assert retried.status_code == 202, retried.content
+    assert execution.events.get(type="retry_requested").data["by"] == "olga"
+    replay = operator.post(f"/executions/{started['id']}/replay", {}, format="json").json()
+    assert replay["created_by"] == "olga"
+    replayed = Execution.objects.get(pk=replay["id"])
+    assert replayed.events.get(type="workflow_started").data["by"] == "olga"
+    author = client_for("arthur", "author")
+    version = author.post(f"/workflows/{wf}/versions", {"definition": ONE_NODE}, format="json")
+    assert version.json()["created_by"] == "arthur"
+    paused = author.patch(f"/schedules/{world['schedule']}", {"enabled": True}, format="json")
+    assert paused.json()["updated_by"] == "arthur"
     schedule = APIClient()
     schedule.force_authenticate(User.objects.get(username="setup-author"))
     assert schedule.get(f"/schedules/{world['schedule']}").json()["created_by"] == "setup-author"
