@@ -91,8 +91,18 @@ class RoutePermission(BasePermission):
         if missing:
             self.message = (
                 f"{request.method} {request.path} needs the permission "
-                f"{', '.join(repr(p) for p in missing)}; ask an administrator for a role "
-                "that grants it (groups viewer, operator, approver, author)."
+                f"{', '.join(repr(p) for p in missing)}; {_granted_by(missing)}"
             )
             return False
         return True
+
+
+def _granted_by(permissions: list[str]) -> str:
+    """Which shipped role(s) would grant them, for the 403's detail."""
+    from workflows.roles import ROLES
+
+    wanted = {tuple(p.split(".", 1)) for p in permissions}
+    roles = [name for name, granted in ROLES.items() if wanted <= set(granted)]
+    if not roles:
+        return "ask an administrator to grant it."
+    return f"ask an administrator for the {' or '.join(repr(r) for r in roles)} role (group)."

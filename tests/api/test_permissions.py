@@ -135,6 +135,7 @@ def test_403_names_the_missing_permission(world) -> None:
     response = viewer.post(f"/executions/{world['execution'].pk}/cancel")
     assert response.status_code == 403
     assert "'executions.operate_execution'" in response.json()["detail"]
+    assert "the 'operator' role" in response.json()["detail"]
     assert Execution.objects.get(pk=world["execution"].pk).status == "running"
 
 
