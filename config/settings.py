@@ -209,6 +209,8 @@ WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.
 WORKFLOW_MAX_EXPRESSION_LENGTH = int(os.environ.get("WORKFLOW_MAX_EXPRESSION_LENGTH", "2048"))
 # Work units (AST visits + sizes of what it builds) of one render or expression.
 WORKFLOW_MAX_EXPRESSION_WORK = int(os.environ.get("WORKFLOW_MAX_EXPRESSION_WORK", "250000"))
+# Work units of all expressions one orchestrator step evaluates (all first nodes in a POST).
+WORKFLOW_MAX_STEP_WORK = int(os.environ.get("WORKFLOW_MAX_STEP_WORK", "1000000"))
 # Characters of expression text kept compiled in memory per process.
 WORKFLOW_EXPRESSION_CACHE_CHARS = int(os.environ.get("WORKFLOW_EXPRESSION_CACHE_CHARS", "262144"))
 # Bytes (compact JSON) of any value a template renders (node inputs, map items).

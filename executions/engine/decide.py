@@ -21,6 +21,7 @@ from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Definition, Node
+from workflows.dsl.bounded import step_budget
 from workflows.dsl.templates import TemplateError, render
 
 
@@ -38,6 +39,13 @@ def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
         # Before anything reads the definition or renders a template: whatever broke
         # handling this execution cannot break the step that ends it.
         return engine_failure(state)
+    # One budget for every expression this call evaluates (WORKFLOW_MAX_STEP_WORK): a
+    # thousand first nodes cannot make POST /executions do a thousand budgets' worth.
+    with step_budget():
+        return _fixpoint(definition, state)
+
+
+def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:
     # Copy-on-write: a deep copy of the whole state cost O(nodes + history) per call
     # (started_attempts grows with every attempt); a fork copies only what it folds into.
     working = state.fork()

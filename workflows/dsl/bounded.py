@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from jmespath.parser import ParsedResult, Parser
@@ -92,19 +95,54 @@ def compile_bounded(expression: str) -> ParsedResult:
 
 
 class _OverBudget(Exception):
-    pass
+    def __init__(self, limit: str) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 class Budget:
-    """Work units left for a group of evaluations (one render shares one budget)."""
+    """Work units left for a group of evaluations (one render shares one budget). Each
+    charge is also charged to `parent`, the budget of a whole orchestrator step."""
 
-    def __init__(self, units: int | None = None) -> None:
-        self.left = limits().max_expression_work if units is None else units
+    def __init__(
+        self, units: int | None = None, *, parent: Budget | None = None, limit: str = ""
+    ) -> None:
+        self.limit = limit or "max_expression_work"
+        self.left = getattr(limits(), self.limit) if units is None else units
+        self.parent = parent
 
     def charge(self, units: int) -> None:
         self.left -= units
         if self.left < 0:
-            raise _OverBudget()
+            raise _OverBudget(self.limit)
+        if self.parent is not None:
+            self.parent.charge(units)
+
+
+_STEP: ContextVar[Budget | None] = ContextVar("step_budget", default=None)
+
+
+@contextmanager
+def step_budget() -> Iterator[None]:
+    """Every evaluation inside shares WORKFLOW_MAX_STEP_WORK on top of its own budget: a
+    decide call over a thousand first nodes (inside POST /executions) cannot do a
+    thousand budgets' worth of work."""
+    token = _STEP.set(Budget(limit="max_step_work"))
+    try:
+        yield
+    finally:
+        _STEP.reset(token)
+
+
+def new_budget() -> Budget:
+    """A budget of WORKFLOW_MAX_EXPRESSION_WORK, inside the step's if there is one."""
+    return Budget(parent=_STEP.get())
+
+
+_OVER_BUDGET_WHAT = {
+    "max_expression_work": "evaluating it",
+    "max_step_work": "the expressions of this orchestrator step together",
+}
 
 
 #: Node types whose result is built by code we do not see step by step (functions,
@@ -149,13 +187,12 @@ def evaluate_bounded(expression: str, context: Any, budget: Budget | None = None
     """The expression's value over `context`, or ExpressionFailure. `budget`: shared with
     other evaluations (a whole render); None: a budget of its own."""
     parsed = compile_bounded(expression)
-    interpreter = _BoundedInterpreter(budget or Budget())
+    interpreter = _BoundedInterpreter(budget or new_budget())
     try:
         return interpreter.visit(parsed.parsed, context)
-    except _OverBudget:
-        raise ExpressionFailure(
-            over("max_expression_work", what="evaluating it") + ": it builds too many values"
-        ) from None
+    except _OverBudget as exc:
+        what = _OVER_BUDGET_WHAT[exc.limit]
+        raise ExpressionFailure(over(exc.limit, what=what) + ": too many values built") from None
     except RecursionError:
         raise ExpressionFailure("could not be evaluated (nested too deeply)") from None
     except Exception as exc:  # JMESPathError, OverflowError, TypeError...: all the same here

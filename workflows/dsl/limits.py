@@ -28,6 +28,9 @@ class Limits:
     max_expression_length: int = _limit(2048, "WORKFLOW_MAX_EXPRESSION_LENGTH", " characters")
     #: Work units of one evaluation: one per AST visit plus the size of what it builds.
     max_expression_work: int = _limit(250_000, "WORKFLOW_MAX_EXPRESSION_WORK", " work units")
+    #: Work units of all the expressions one decide call evaluates (e.g. every first node
+    #: inside POST /executions).
+    max_step_work: int = _limit(1_000_000, "WORKFLOW_MAX_STEP_WORK", " work units")
     #: Characters of expression text the compiled-expression cache holds (memory bound).
     expression_cache_chars: int = _limit(262_144, "WORKFLOW_EXPRESSION_CACHE_CHARS")
     #: Bytes (compact JSON) of any value a template renders: a node's input, map items.

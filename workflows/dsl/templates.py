@@ -13,7 +13,13 @@ from typing import Any
 
 from jmespath.parser import ParsedResult
 
-from workflows.dsl.bounded import Budget, ExpressionFailure, compile_bounded, evaluate_bounded
+from workflows.dsl.bounded import (
+    Budget,
+    ExpressionFailure,
+    compile_bounded,
+    evaluate_bounded,
+    new_budget,
+)
 from workflows.dsl.limits import limits, over
 
 _WHOLE = re.compile(r"\{\{\s*(?P<expr>.+?)\s*\}\}\Z", re.DOTALL)
@@ -119,7 +125,7 @@ def render(
     TemplateError if an expression fails or the result is past WORKFLOW_MAX_RENDERED_BYTES.
     """
     # One budget for the whole value: a thousand templates get no more than one.
-    rendered = _render(value, context, defer=defer, budget=Budget())
+    rendered = _render(value, context, defer=defer, budget=new_budget())
     check_size(rendered, what="the rendered value")
     return rendered
 

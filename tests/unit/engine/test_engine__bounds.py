@@ -254,3 +254,24 @@ def test_decide_survives_any_expression_over_any_input(
         return
     state = Run(parsed).run_to_end({"x": x}, max_steps=500)
     assert state.status in ("succeeded", "failed"), state.status
+
+
+def test_one_decide_shares_one_budget_across_all_its_first_nodes() -> None:
+    """Each template fits WORKFLOW_MAX_EXPRESSION_WORK, but forty of them in one step
+    (inside POST /executions) would not fit WORKFLOW_MAX_STEP_WORK: the first nodes run,
+    the rest fail saying so, and the step ends fast."""
+    heavy = "{{ length(input.items[*].[@,@,@,@]) }}"
+    nodes = [
+        {"id": f"n{i}", "type": "function", "function": "std.echo", "input": heavy}
+        for i in range(40)
+    ]
+    begun = time.monotonic()
+    run = started({"nodes": nodes}, {"items": list(range(10_000))})
+    assert time.monotonic() - begun < 5.0
+    scheduled = [e.node_id for e in run.log if e.type == EventType.TASK_SCHEDULED]
+    failed = [e for e in run.log if e.type == EventType.TASK_FAILED]
+    assert scheduled and failed and len(scheduled) + len(failed) == 40
+    assert scheduled == [f"n{i}" for i in range(len(scheduled))]  # in declared order
+    assert all("WORKFLOW_MAX_STEP_WORK" in e.data["error"]["message"] for e in failed)
+    with overridden(max_step_work=10**9):
+        assert len(started({"nodes": nodes}, {"items": list(range(10_000))}).log) == 41
