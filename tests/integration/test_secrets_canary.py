@@ -172,3 +172,13 @@ def test_a_canary_secret_reaches_no_table_response_or_log(live) -> None:
     assert not leaks(logs), [line for line in logs.splitlines() if leaks(line)][:5]
     # The workers did log those requests (httpx names each URL), masked.
     assert "/items/***" in logs
+
+
+def test_a_nan_in_a_response_fails_the_node_cleanly_not_the_database(live) -> None:
+    """JSON bodies may spell NaN; jsonb cannot hold it and the chain has no form for it."""
+    with http_server(lambda request, seen: (200, {"ratio": float("nan")})) as server:
+        done = live.wait(start(http(server.url + "/ratio")).pk)
+    assert done.status == "failed"
+    error = Task.objects.get(execution=done, node_id="call").error
+    assert error["type"] == "InvalidOutput" and error["retryable"] is False
+    assert "output.body.ratio" in error["message"]
