@@ -143,7 +143,10 @@ class _RedactingRecord(logging.LogRecord):
             return
         if not found:
             return
-        message = self.getMessage()
+        try:
+            message = self.getMessage()
+        except Exception:  # a bad format: logging reports it when a handler formats
+            return
         self.msg, self.args = _replace(message, found), ()
         if self.exc_info and self.exc_info[0] is not None:
             text = logging.Formatter().formatException(self.exc_info)

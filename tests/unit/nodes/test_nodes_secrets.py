@@ -164,3 +164,10 @@ def test_log_records_are_redacted_messages_and_tracebacks(caplog) -> None:
             logger.exception("failed")
     text = caplog.text
     assert CANARY not in text and "GET https://api/***" in text and "refused ***" in text
+
+
+@override_settings(WORKFLOW_SECRETS=SECRETS)
+def test_a_badly_formatted_log_record_is_left_to_logging_own_error_path() -> None:
+    factory = logging.getLogRecordFactory()
+    record = factory("tests.secrets", logging.WARNING, __file__, 1, "two %s %s", ("one",), None)
+    assert (record.msg, record.args) == ("two %s %s", ("one",))
