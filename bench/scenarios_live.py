@@ -92,13 +92,15 @@ class LiveScenarios:
 
     def start_latency(self) -> None:
         import httpx
-        from django.contrib.auth.models import User
+        from django.contrib.auth.models import Group, User
         from rest_framework.authtoken.models import Token
 
         from executions.models import Event
 
         make_version("single", {"nodes": [noop("only")]})
         user = User.objects.create_user("bench", password="bench-pw")
+        # Reading and starting executions needs the permissions the operator role holds.
+        user.groups.set(Group.objects.filter(name="operator"))
         token = Token.objects.create(user=user)
         port = free_port()
         self.procs.spawn(
