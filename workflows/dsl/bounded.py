@@ -101,22 +101,28 @@ class _OverBudget(Exception):
 
 
 class Budget:
-    """Work units left for a group of evaluations (one render shares one budget). Each
-    charge is also charged to `parent`, the budget of a whole orchestrator step."""
+    """Work units left for a group of evaluations (one render shares one budget).
 
-    def __init__(
-        self, units: int | None = None, *, parent: Budget | None = None, limit: str = ""
-    ) -> None:
-        self.limit = limit or "max_expression_work"
-        self.left = getattr(limits(), self.limit) if units is None else units
-        self.parent = parent
+    Inside a step (`step_budget`), a budget starts at no more than what the step has
+    left, and hands what it used back to the step when it is `settled`: one decrement
+    per unit, not two, and the step can never be overdrawn."""
+
+    def __init__(self, *, parent: Budget | None = None, limit: str = "max_expression_work"):
+        self.limit, self.parent = limit, parent
+        self.left = getattr(limits(), limit)
+        if parent is not None and parent.left < self.left:
+            self.left, self.limit = parent.left, parent.limit
+        self._settled_at = self.left
 
     def charge(self, units: int) -> None:
         self.left -= units
         if self.left < 0:
             raise _OverBudget(self.limit)
+
+    def settle(self) -> None:
         if self.parent is not None:
-            self.parent.charge(units)
+            self.parent.left -= self._settled_at - max(self.left, 0)
+            self._settled_at = self.left
 
 
 _STEP: ContextVar[Budget | None] = ContextVar("step_budget", default=None)
@@ -134,9 +140,15 @@ def step_budget() -> Iterator[None]:
         _STEP.reset(token)
 
 
-def new_budget() -> Budget:
-    """A budget of WORKFLOW_MAX_EXPRESSION_WORK, inside the step's if there is one."""
-    return Budget(parent=_STEP.get())
+@contextmanager
+def spending() -> Iterator[Budget]:
+    """A budget of WORKFLOW_MAX_EXPRESSION_WORK (no more than the step has left), settled
+    with the step when the block ends, however it ends."""
+    budget = Budget(parent=_STEP.get())
+    try:
+        yield budget
+    finally:
+        budget.settle()
 
 
 _OVER_BUDGET_WHAT = {
@@ -157,12 +169,22 @@ class _BoundedInterpreter(TreeInterpreter):
 
     def __init__(self, budget: Budget) -> None:
         super().__init__()
+        self.budget = budget
         self.charge = budget.charge
+        self._methods: dict[str, Any] = {}
 
     def visit(self, node: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        self.charge(1)
-        result = super().visit(node, *args, **kwargs)
-        if node["type"] in _CHARGED_AFTER and isinstance(result, list | dict | str):
+        # The hot path of every evaluation: the charge and the dispatch are inlined.
+        budget = self.budget
+        budget.left -= 1
+        if budget.left < 0:
+            raise _OverBudget(budget.limit)
+        kind = node["type"]
+        method = self._methods.get(kind)
+        if method is None:
+            method = self._methods[kind] = getattr(self, f"visit_{kind}", self.default_visit)
+        result = method(node, *args, **kwargs)
+        if kind in _CHARGED_AFTER and isinstance(result, list | dict | str):
             self.charge(len(result))
         return result
 
@@ -186,10 +208,12 @@ class _BoundedInterpreter(TreeInterpreter):
 def evaluate_bounded(expression: str, context: Any, budget: Budget | None = None) -> Any:
     """The expression's value over `context`, or ExpressionFailure. `budget`: shared with
     other evaluations (a whole render); None: a budget of its own."""
+    if budget is None:
+        with spending() as own:
+            return evaluate_bounded(expression, context, own)
     parsed = compile_bounded(expression)
-    interpreter = _BoundedInterpreter(budget or new_budget())
     try:
-        return interpreter.visit(parsed.parsed, context)
+        return _BoundedInterpreter(budget).visit(parsed.parsed, context)
     except _OverBudget as exc:
         what = _OVER_BUDGET_WHAT[exc.limit]
         raise ExpressionFailure(over(exc.limit, what=what) + ": too many values built") from None

@@ -18,7 +18,7 @@ from workflows.dsl.bounded import (
     ExpressionFailure,
     compile_bounded,
     evaluate_bounded,
-    new_budget,
+    spending,
 )
 from workflows.dsl.limits import limits, over
 
@@ -125,7 +125,8 @@ def render(
     TemplateError if an expression fails or the result is past WORKFLOW_MAX_RENDERED_BYTES.
     """
     # One budget for the whole value: a thousand templates get no more than one.
-    rendered = _render(value, context, defer=defer, budget=new_budget())
+    with spending() as budget:
+        rendered = _render(value, context, defer=defer, budget=budget)
     check_size(rendered, what="the rendered value")
     return rendered
 
