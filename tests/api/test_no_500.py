@@ -78,13 +78,16 @@ def test_random_bodies_never_500(api, paths, body, which) -> None:
 )
 @given(
     value=st.text(max_size=30),
-    key=st.sampled_from(["status", "workflow", "after_seq", "at_seq", "limit", "offset"]),
+    key=st.sampled_from(
+        ["status", "workflow", "after_seq", "at_seq", "limit", "offset", "node_id"]
+    ),
 )
 def test_random_query_strings_never_500(api, paths, value, key) -> None:
     execution_path = paths[3].rsplit("/", 1)[0]
     for path in (
         "/executions",
         "/workflows",
+        "/schedules",
         f"{execution_path}/events",
         f"{execution_path}/state",
         f"{execution_path}/tasks",
