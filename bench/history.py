@@ -58,6 +58,7 @@ def insert_history(version, size: int):
     from psycopg.types.json import Jsonb
 
     from executions.definitions import definition_for
+    from executions.engine.chain import GENESIS, event_hash
     from executions.engine.fold import apply_event, fold
     from executions.engine.state import ExecutionState
     from executions.models import Event, Execution
@@ -69,24 +70,32 @@ def insert_history(version, size: int):
     state = ExecutionState(str(execution_id))
     for event in events:  # fold in place (fold() would copy)
         apply_event(state, event)
+    # Chained as store.append would (executions/engine/chain.py): --verify checks it.
+    hashes, previous = [], GENESIS
+    for e in events:
+        previous = event_hash(
+            previous, seq=e.seq, type=e.type, node_id=e.node_id, attempt=e.attempt,
+            data=e.data, timestamp=e.timestamp,
+        )  # fmt: skip
+        hashes.append(previous)
     snapshot_seq = size - size % 50
     snapshot = fold(events[:snapshot_seq], execution_id=str(execution_id)) if snapshot_seq else None
     with transaction.atomic():
         execution = Execution.objects.create(
             id=execution_id, workflow_id=version.workflow_id, version=version, input={},
-            last_seq=size, decided_seq=size,
+            last_seq=size, decided_seq=size, last_hash=hashes[-1],
             snapshot=snapshot.to_dict() if snapshot else None, snapshot_seq=snapshot_seq,
         )  # fmt: skip
         create_tasks(execution, definition)
         project(execution, state, ["f"])
         table = Event._meta.db_table
-        columns = "execution_id, seq, type, node_id, attempt, data, timestamp, source"
+        columns = "execution_id, seq, type, node_id, attempt, data, timestamp, source, hash"
         with connection.cursor() as cursor:
             raw = cursor.cursor  # the psycopg cursor under Django's wrapper
             with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for e in events:
+                for e, digest in zip(events, hashes, strict=True):
                     copy.write_row(
                         (execution_id, e.seq, str(e.type), e.node_id, e.attempt,
-                         Jsonb(e.data), e.timestamp, str(e.source))
+                         Jsonb(e.data), e.timestamp, str(e.source), digest)
                     )  # fmt: skip
     return execution_id, state

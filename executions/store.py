@@ -113,6 +113,27 @@ def linked_events(execution_id: object, *, chunk_size: int = 5000):
     return (Linked(*row) for row in rows.iterator(chunk_size=chunk_size))
 
 
+#: A stored event's columns as both_forms() takes them.
+LOG_COLUMNS = (*_EVENT_COLUMNS, "hash")
+
+
+def both_forms(row: tuple) -> tuple[EngineEvent, Linked]:
+    """One row of LOG_COLUMNS as an engine event and as a chain link: a verification
+    reads the log once for the decisions and the hashes."""
+    seq, kind, moment, node_id, attempt, data, source, digest = row
+    return (
+        EngineEvent(seq, kind, moment, node_id, attempt, data, source),
+        Linked(seq, kind, node_id, attempt, data, moment, digest),
+    )
+
+
+def verifiable_log(execution_id: object) -> tuple[list[EngineEvent], list[Linked]]:
+    """The whole log, read once, as engine events and as chain links."""
+    rows = events_of(execution_id).values_list(*LOG_COLUMNS).iterator(chunk_size=5000)
+    pairs = [both_forms(row) for row in rows]
+    return [event for event, _ in pairs], [link for _, link in pairs]
+
+
 def state_at(execution_id: object, seq: int | None = None) -> ExecutionState:
     """The state folded from the first `seq` events (all of them when None)."""
     rows = events_of(execution_id, upto_seq=seq)

@@ -52,10 +52,11 @@ class Command(BaseCommand):
             disable=execution.last_seq < 10_000 or None,
             file=self.stderr,
         )
-        events = store.engine_events(execution.pk, upto_seq=at_seq)
         if options["verify"]:
             # The whole chain, whatever --at-seq says: a later edit is an edit all the same.
-            broken = first_break(store.linked_events(execution.pk), last_hash=execution.last_hash)
+            events, links = store.verifiable_log(execution.pk)
+            events = events if at_seq is None else events[:at_seq]
+            broken = first_break(links, last_hash=execution.last_hash)
             if broken is not None:
                 bar.close()
                 raise CommandError(str(broken))
@@ -70,6 +71,7 @@ class Command(BaseCommand):
                 f"verified: {len(events)} events, hash chain intact, every decision re-derived"
             )
         else:
+            events = store.engine_events(execution.pk, upto_seq=at_seq)
             state = fold(events, execution_id=str(execution.pk))
         bar.close()
         if options["rebuild"]:

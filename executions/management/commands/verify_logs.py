@@ -26,10 +26,10 @@ from executions.engine.chain import Linked
 from executions.engine.events import Event as EngineEvent
 from executions.integrity import Problem, check, rebuild_rows
 from executions.models import Attempt, Event, Execution, Task, Timer
+from executions.store import LOG_COLUMNS, both_forms
 
 #: Executions read and checked together: one query per table per batch.
 BATCH = 200
-_COLUMNS = ("execution_id", "seq", "type", "timestamp", "node_id", "attempt", "data")
 _REPAIRABLE = frozenset({"projection", "attempts", "timers"})
 
 
@@ -114,15 +114,14 @@ class Command(BaseCommand):
         rows = (
             Event.objects.filter(execution_id__in=ids)
             .order_by("execution_id", "seq")
-            .values_list(*_COLUMNS, "source", "hash")
+            .values_list("execution_id", *LOG_COLUMNS)
         )
         count = 0
-        for eid, seq, kind, moment, node_id, attempt, data, source, digest in rows.iterator(
-            chunk_size=5000
-        ):
+        for eid, *row in rows.iterator(chunk_size=5000):
             count += 1
-            events[eid].append(EngineEvent(seq, kind, moment, node_id, attempt, data, source))
-            linked[eid].append(Linked(seq, kind, node_id, attempt, data, moment, digest))
+            event, link = both_forms(tuple(row))
+            events[eid].append(event)
+            linked[eid].append(link)
         tasks, attempts, timers = _group(Task, ids), _group(Attempt, ids), _group(Timer, ids)
         problems: list[Problem] = []
         for execution in executions:
