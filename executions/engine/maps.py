@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.nodes import start_node
 from executions.engine.rules import failed_for_good
-from executions.engine.state import ExecutionState
+from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import TASK_ACTIVE, TaskStatus
 from workflows.dsl import Definition, Node
 from workflows.dsl.limits import limits
@@ -36,18 +37,35 @@ def item_id(map_id: str, index: int) -> str:
 
 def item_ids(state: ExecutionState, node: Node) -> list[str]:
     items = (state.node(node.id).input or {}).get("items") or []
-    return [item_id(node.id, i) for i in range(len(items))]
+    return list(_ids(node.id, len(items)))
+
+
+@lru_cache(maxsize=16)
+def _ids(map_id: str, count: int) -> tuple[str, ...]:
+    """Built once per running map, not on every decide (a few MB for the 16 largest)."""
+    return tuple(item_id(map_id, i) for i in range(count))
+
+
+def _status(current: NodeState | None) -> str:
+    """A node no event has mentioned yet is pending (like ExecutionState.node, without
+    creating its state: decide reads every item of a running map on every call)."""
+    return TaskStatus.PENDING if current is None else current.status
 
 
 def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
-    """The definition's nodes, the item tasks of every started map node that may still
-    change (succeeded, skipped and cancelled items are left out: neither retries,
-    wake-ups nor cancellation concern them), and every started compensation task."""
+    """The definition's nodes, the item tasks of every started map node that decide may
+    have to attend to, and every started compensation task.
+
+    Left out: succeeded, skipped and cancelled items (neither retries, wake-ups nor a
+    cancel concern them), and pending items unless a cancel was requested (only a
+    cancel concerns them; `_progress_one` starts them)."""
+    skip = _DONE if state.cancel_requested else _DONE | {TaskStatus.PENDING}
+    nodes = state.nodes
     for node in definition.nodes:
         yield node
         if node.type == "map" and state.node(node.id).status != TaskStatus.PENDING:
             for child in item_ids(state, node):
-                if state.node(child).status not in _DONE:
+                if _status(nodes.get(child)) not in skip:
                     yield definition.node_for(child)
         if node.compensation is not None and f"{node.id}{COMPENSATION_SUFFIX}" in state.nodes:
             yield definition.node_for(f"{node.id}{COMPENSATION_SUFFIX}")
@@ -76,17 +94,21 @@ def _progress_one(
     ids = item_ids(state, node)
     # Every item shares the map's body, so one Node answers the policy questions for all.
     body = definition.node_for(ids[0]) if ids else node
-    states = [state.node(cid) for cid in ids]
+    nodes = state.nodes
+    states = [nodes.get(cid) for cid in ids]  # None: pending, never mentioned
     failed = [
-        cid for cid, current in zip(ids, states, strict=True) if failed_for_good(body, current)
+        cid
+        for cid, current in zip(ids, states, strict=True)
+        if current is not None and failed_for_good(body, current)
     ]
-    active = sum(current.status in TASK_ACTIVE for current in states)
+    active = sum(_status(current) in TASK_ACTIVE for current in states)
     room = max_parallel(node) - active
     done = set(failed)
     settled = True
     for index, (cid, current) in enumerate(zip(ids, states, strict=True)):
-        if current.status != TaskStatus.PENDING:
-            settled = settled and (current.status in _DONE or cid in done)
+        status = _status(current)
+        if status != TaskStatus.PENDING:
+            settled = settled and (status in _DONE or cid in done)
             continue
         settled = False  # skipped or started now: settled at the next step at the earliest
         if failed:
@@ -94,7 +116,8 @@ def _progress_one(
         elif room > 0:
             room -= 1
             scope = {**context, "item": items[index], "index": index}
-            yield from start_node(definition.node_for(cid), current.attempt + 1, scope, now)
+            attempt = current.attempt if current is not None else 0
+            yield from start_node(definition.node_for(cid), attempt + 1, scope, now)
     if not settled:
         return
     attempt = state.node(node.id).attempt
@@ -108,5 +131,5 @@ def _progress_one(
         }
         yield Decision(EventType.TASK_FAILED, node.id, attempt, {"error": error})
     else:
-        output = [current.output for current in states]
+        output = [state.node(cid).output for cid in ids]
         yield Decision(EventType.TASK_COMPLETED, node.id, attempt, {"output": output})

@@ -275,3 +275,17 @@ def test_one_decide_shares_one_budget_across_all_its_first_nodes() -> None:
     assert all("WORKFLOW_MAX_STEP_WORK" in e.data["error"]["message"] for e in failed)
     with overridden(max_step_work=10**9):
         assert len(started({"nodes": nodes}, {"items": list(range(10_000))}).log) == 41
+
+
+def test_cancelling_a_running_map_cancels_its_pending_and_running_items() -> None:
+    """decide leaves pending items out of its per-call pass except under a cancel."""
+    run = started(map_definition(max_parallel=2), {"items": list(range(6))})
+    run.append(EventType.TASK_STARTED, "m[0]", 1)
+    run.append(EventType.TASK_COMPLETED, "m[0]", 1, {"output": 0})
+    run.advance()
+    run.append(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": "ops"})
+    run.advance()
+    statuses = {i: run.state.node(f"m[{i}]").status for i in range(6)}
+    assert statuses[0] == TaskStatus.SUCCEEDED
+    assert all(statuses[i] == TaskStatus.CANCELLED for i in range(1, 6)), statuses
+    assert run.state.status == "cancelled"
