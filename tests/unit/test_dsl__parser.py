@@ -61,7 +61,11 @@ REJECTIONS: list[Any] = [
     pytest.param({"nodes": {"a": {}}}, None, "nodes", ["got an object"], id="nodes-object"),
     pytest.param(defn(fn("a"), extra=1), None, "extra", ["unknown field 'extra'"], id="top-key"),
     pytest.param(
-        defn(*[fn(f"n{i}") for i in range(1001)]), None, "nodes", ["over the limit of 1,000 nodes", "WORKFLOW_MAX_NODES"], id="too-many"
+        defn(*[fn(f"n{i}") for i in range(1001)]),
+        None,
+        "nodes",
+        ["over the limit of 1,000 nodes", "WORKFLOW_MAX_NODES"],
+        id="too-many",
     ),
     pytest.param(
         defn(fn("a"), retry_policy={"max_attempts": 0}),
