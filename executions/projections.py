@@ -46,14 +46,30 @@ def project(
     node_ids: Iterable[str],
     definition: Definition | None = None,
 ) -> None:
-    """Write the folded state of `node_ids` and of the execution. Call inside the lock."""
+    """Write the folded state of `node_ids` and of the execution (not its snapshot)."""
+    save_execution(execution, state, snapshot=False)
+    project_tasks(execution, state, node_ids, definition)
+
+
+def save_execution(execution: Execution, state: ExecutionState, *, snapshot: bool) -> None:
+    """The execution's projection and bookkeeping, in one UPDATE. `snapshot`: a new one was
+    taken; else the (O(nodes) JSON) column is left as it was loaded."""
     for name, value in execution_fields(state).items():
         setattr(execution, name, value)
     fields = [*EXECUTION_FIELDS, *BOOKKEEPING_FIELDS]
-    if not execution.__dict__.pop("_snapshot_dirty", False):
-        # Unchanged since it was loaded: rewriting it cost O(nodes) JSON on every save.
+    if not snapshot:
         fields.remove("snapshot")
     execution.save(update_fields=fields)
+
+
+def project_tasks(
+    execution: Execution,
+    state: ExecutionState,
+    node_ids: Iterable[str],
+    definition: Definition | None = None,
+) -> None:
+    """The Task rows of `node_ids`; a map's item tasks get theirs when they first appear
+    (given the definition). Call inside the lock."""
     touched = sorted(node_id for node_id in set(node_ids) if node_id in state.nodes)
     if len(touched) > BULK_FROM:
         _project_many(execution, state, touched, definition)
@@ -62,7 +78,6 @@ def project(
         fields = task_fields(state.nodes[node_id])
         updated = Task.objects.filter(execution=execution, node_id=node_id).update(**fields)
         if not updated and definition is not None:
-            # A map's item tasks get their rows when they first appear.
             kind = definition.node_for(node_id).type
             Task.objects.create(execution=execution, node_id=node_id, type=kind, **fields)
 

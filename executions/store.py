@@ -1,4 +1,4 @@
-"""The one writer of events, and the loader of folded state.
+"""The one writer of events (UnitOfWork), and the loader of folded state.
 
 Every append happens inside a transaction that holds the execution's lock, so seqs are
 contiguous; the unique (execution, seq) constraint is the backstop if that is ever wrong.
@@ -15,12 +15,16 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from executions import messages
+from executions.effects import apply_effects
 from executions.engine.chain import Linked, event_hash
 from executions.engine.events import Decision, Source
 from executions.engine.events import Event as EngineEvent
 from executions.engine.fold import apply_event, fold
 from executions.engine.state import ExecutionState
 from executions.models import Event, Execution
+from executions.projections import project_tasks, save_execution
+from workflows.dsl import Definition
 
 #: Save a new snapshot once this many events have been appended since the last one.
 SNAPSHOT_EVERY = 50
@@ -142,53 +146,67 @@ def state_at(execution_id: object, seq: int | None = None) -> ExecutionState:
     )
 
 
-def append(
-    execution: Execution,
-    state: ExecutionState,
-    decisions: Sequence[Decision],
-    *,
-    source: Source,
-    now: datetime | None = None,
-    insert: bool = True,
-) -> list[Event]:
-    """Append events for `decisions`, fold them into `state`, and bump execution.last_seq.
+class UnitOfWork:
+    """Everything one transaction writes for one execution, written in one place.
 
-    Each event's hash chains onto execution.last_hash (executions/engine/chain.py). The
-    caller saves `execution` (the projection step does, last_hash with last_seq) before the
-    transaction ends. With insert=False the caller inserts the returned rows itself (with
-    others, at once).
+    `append` folds events into the state and chains them (executions/engine/chain.py),
+    in memory; `commit` then inserts them all (one INSERT), creates the attempt and timer
+    rows they call for (executions/effects.py), saves the execution's sequence numbers,
+    last_hash, snapshot and projection, updates the touched Task rows, and queues the
+    messages for after the transaction commits. Inside the execution's lock (atomic()).
     """
-    if not decisions:
-        return []
-    now = now or timezone.now()
-    rows = []
-    for decision in decisions:
-        seq = execution.last_seq + 1
-        apply_event(state, decision.as_event(seq, now))
-        fields = {
-            "seq": seq,
-            "type": decision.type,
-            "node_id": decision.node_id,
-            "attempt": decision.attempt,
-            "data": decision.data,
-            "timestamp": now,
-        }
-        digest = event_hash(execution.last_hash, **fields)
-        rows.append(Event(execution=execution, source=source, hash=digest, **fields))
-        execution.last_seq, execution.last_hash = seq, digest
-    if insert:
-        Event.objects.bulk_create(rows)
-    return rows
+
+    def __init__(
+        self, execution: Execution, state: ExecutionState, *, now: datetime | None = None
+    ) -> None:
+        self.execution, self.state = execution, state
+        self.now = now or timezone.now()
+        self.outbox = messages.Outbox()
+        self._rows: list[Event] = []
+        self._appended: list[Decision] = []
+
+    def append(self, decisions: Sequence[Decision], *, source: Source) -> None:
+        """Fold `decisions` into the state as events from `source`, and stage their rows."""
+        execution = self.execution
+        for decision in decisions:
+            seq = execution.last_seq + 1
+            apply_event(self.state, decision.as_event(seq, self.now))
+            fields = {
+                "seq": seq,
+                "type": decision.type,
+                "node_id": decision.node_id,
+                "attempt": decision.attempt,
+                "data": decision.data,
+                "timestamp": self.now,
+            }
+            digest = event_hash(execution.last_hash, **fields)
+            self._rows.append(Event(execution=execution, source=source, hash=digest, **fields))
+            execution.last_seq, execution.last_hash = seq, digest
+        self._appended.extend(decisions)
+
+    def commit(self, *, decided: bool, definition: Definition | None = None) -> None:
+        """Write what was appended. `decided`: every event up to now was decided upon (the
+        sweeper advances executions whose decided_seq lags). `definition`: to create the
+        Task rows of map items that first appear."""
+        execution, state = self.execution, self.state
+        if self._rows:
+            Event.objects.bulk_create(self._rows)
+        apply_effects(execution, self._appended, self.now, self.outbox)
+        if decided:
+            execution.decided_seq = execution.last_seq
+        snapshot = _due_for_snapshot(execution, state)
+        if snapshot:
+            execution.snapshot = state.to_dict()
+            execution.snapshot_seq = state.last_seq
+        save_execution(execution, state, snapshot=snapshot)
+        project_tasks(execution, state, touched_nodes(self._appended), definition)
+        self._rows, self._appended = [], []
 
 
-def maybe_snapshot(execution: Execution, state: ExecutionState) -> None:
+def _due_for_snapshot(execution: Execution, state: ExecutionState) -> bool:
     # A snapshot costs O(nodes) to write; spacing them by the node count keeps that O(1)
     # per event, and the folded tail after one stays short next to the history it saves.
-    if state.last_seq - execution.snapshot_seq >= max(SNAPSHOT_EVERY, 2 * len(state.nodes)):
-        execution.snapshot = state.to_dict()
-        execution.snapshot_seq = state.last_seq
-        # project() writes the (large) snapshot column only when this made a new one.
-        execution._snapshot_dirty = True
+    return state.last_seq - execution.snapshot_seq >= max(SNAPSHOT_EVERY, 2 * len(state.nodes))
 
 
 def touched_nodes(decisions: Iterable[Decision]) -> set[str]:

@@ -24,7 +24,6 @@ from executions.engine.context import template_context
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.state import ExecutionState
 from executions.models import Attempt, AttemptStatus, Execution
-from executions.projections import project
 from executions.services.advance import record_and_advance
 from executions.services.recorded import recordable
 from nodes.secrets import secret_names, template_of
@@ -91,11 +90,9 @@ def _claim_locked(
         return None
     started = Decision(EventType.TASK_STARTED, node.id, attempt, {"worker": worker_id})
     caught_up = execution.decided_seq == execution.last_seq
-    store.append(execution, state, [started], source=Source.WORKER, now=now)
-    if caught_up:  # task_started asks for no decision
-        execution.decided_seq = execution.last_seq
-    store.maybe_snapshot(execution, state)
-    project(execution, state, [node.id])
+    work = store.UnitOfWork(execution, state, now=now)
+    work.append([started], source=Source.WORKER)
+    work.commit(decided=caught_up)  # task_started asks for no decision
     return Claimed(
         attempt_id=attempt_id,
         execution_id=str(execution.pk),

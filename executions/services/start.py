@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from executions import messages
 from executions.definitions import definition_for
+from executions.effects import start_timer
 from executions.engine.events import Decision, EventType, Source
-from executions.models import Execution, Timer, TimerKind
+from executions.models import Execution, TimerKind
 from executions.projections import create_tasks
 from executions.services.advance import record_and_advance
 from executions.services.containment import TRANSIENT, contain
@@ -117,12 +118,8 @@ def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
 
 
 def _start_later(execution: Execution, start_at: datetime) -> None:
-    timer = Timer.objects.create(
-        execution=execution, node_id="", attempt=0, kind=TimerKind.START, due_at=start_at
-    )
-    delay = (start_at - timezone.now()).total_seconds()
-    outbox = messages.Outbox()
-    outbox.add(lambda: messages.publish_timer(timer.pk, delay))
+    # No event yet: workflow_started is appended when the timer fires (services/timers.py).
+    start_timer(execution, "", 0, TimerKind.START, start_at, messages.Outbox())
 
 
 def _existing(

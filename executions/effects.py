@@ -1,0 +1,110 @@
+"""What an appended event does beside the log: attempt and timer rows, and the messages
+that wake whoever acts on them (sent once the transaction commits, through an Outbox).
+
+Called by the unit of work (store.UnitOfWork.commit) for every event it appends, facts and
+decisions alike, inside the execution's lock: lock order Execution, then its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.utils import timezone
+
+from executions import messages
+from executions.engine.events import Decision, EventType
+from executions.engine.nodes import WORKER_TYPES
+from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
+
+_ENDINGS = frozenset(
+    {EventType.WORKFLOW_COMPLETED, EventType.WORKFLOW_FAILED, EventType.WORKFLOW_CANCELLED}
+)
+
+
+def apply_effects(
+    execution: Execution, events: Sequence[Decision], now: datetime, outbox: messages.Outbox
+) -> None:
+    """The rows and messages `events` call for, in the order they were appended."""
+    _schedule_attempts(execution, events, now, outbox)
+    for event in events:
+        _apply_effect(execution, event, now, outbox)
+
+
+def _schedule_attempts(
+    execution: Execution, events: Sequence[Decision], now: datetime, outbox: messages.Outbox
+) -> None:
+    """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds)."""
+    rows = [
+        Attempt(
+            execution=execution,
+            node_id=d.node_id,
+            attempt=d.attempt,
+            scheduled_at=now,
+            published_at=now,
+        )
+        for d in events
+        if d.type == EventType.TASK_SCHEDULED and d.data.get("type") in WORKER_TYPES
+    ]
+    if rows:
+        Attempt.objects.bulk_create(rows, batch_size=500)
+        ids = [row.pk for row in rows]
+        outbox.add(lambda: [messages.publish_attempt(attempt_id) for attempt_id in ids])
+
+
+def _apply_effect(
+    execution: Execution, event: Decision, now: datetime, outbox: messages.Outbox
+) -> None:
+    kind = event.type
+    if kind == EventType.TIMER_STARTED:
+        due = datetime.fromisoformat(event.data["input"]["due_at"])
+        start_timer(execution, event.node_id, event.attempt, TimerKind.DELAY, due, outbox)
+    elif kind == EventType.TASK_RETRY_SCHEDULED:
+        due = datetime.fromisoformat(event.data["due_at"])
+        attempt = event.data["next_attempt"]
+        start_timer(execution, event.node_id, attempt, TimerKind.RETRY, due, outbox)
+    elif kind == EventType.TASK_TIMED_OUT and event.node_id:
+        # A `workflow` node's attempt gave up on its child: the child must not run on.
+        cancel_children(execution, event.node_id, outbox, attempt=event.attempt)
+    elif kind == EventType.TASK_CANCELLED:
+        # A worker running this attempt finds its lease renewal refused and stops.
+        Attempt.objects.filter(
+            execution=execution,
+            node_id=event.node_id,
+            status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING],
+        ).update(status=AttemptStatus.CANCELLED, finished_at=now)
+        Timer.objects.filter(
+            execution=execution, node_id=event.node_id, fired_at__isnull=True
+        ).update(fired_at=now)
+        cancel_children(execution, event.node_id or "", outbox)
+    elif kind in _ENDINGS and execution.parent_execution_id is not None:
+        outbox.add(lambda: messages.publish_parent_notify(str(execution.pk)))
+
+
+def start_timer(
+    execution: Execution,
+    node_id: str | None,
+    attempt: int | None,
+    kind: TimerKind,
+    due: datetime,
+    outbox: messages.Outbox,
+) -> None:
+    """A durable timer row, and a wake-up message for it once the transaction commits."""
+    timer = Timer.objects.create(
+        execution=execution, node_id=node_id or "", attempt=attempt or 0, kind=kind, due_at=due
+    )
+    delay = (due - timezone.now()).total_seconds()
+    outbox.add(lambda: messages.publish_timer(timer.pk, delay))
+
+
+def cancel_children(
+    execution: Execution, node_id: str, outbox: messages.Outbox, attempt: int | None = None
+) -> None:
+    """A cancelled (or, with `attempt`, timed-out) `workflow` node cancels its running child."""
+    running = Execution.objects.filter(parent_execution=execution, parent_node_id=node_id)
+    if attempt is not None:
+        running = running.filter(parent_attempt=attempt)
+    running = running.exclude(status__in=EXECUTION_TERMINAL)
+    for child_id in running.values_list("pk", flat=True):
+        outbox.add(lambda child_id=child_id: messages.publish_cancel(str(child_id)))
