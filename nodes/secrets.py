@@ -30,13 +30,16 @@ from nodes.errors import NodeError
 from workflows.dsl import Node
 from workflows.dsl.references import SECRET
 from workflows.dsl.templates import TemplateError, expressions, render, root_of
+from workflows.kinds import get_kind
 
 MASK = "***"
 _INNER = re.compile(r"\{\{\s*(?P<expr>.+?)\s*\}\}", re.DOTALL)
 
 
 def template_of(node: Node) -> Any:
-    return node.request if node.type == "http" else node.input
+    """What the node renders: its kind says (workflows/kinds/; an http node's request)."""
+    kind = get_kind(node.type)
+    return kind.template(node) if kind is not None else node.input
 
 
 def secret_names(template: Any) -> list[str]:

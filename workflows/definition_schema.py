@@ -12,10 +12,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, HTTP_METHODS, TYPE_FIELDS
+from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
 from workflows.dsl.limits import limits
 from workflows.dsl.model import NODE_TYPES, TRIGGER_RULES
 from workflows.dsl.parser import TOP_FIELDS
+from workflows.kinds.http import HTTP_METHODS
 
 NODE_ID = {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"}
 TEMPLATE = {"type": "string", "description": "A JMESPath expression over the context."}

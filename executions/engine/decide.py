@@ -23,6 +23,7 @@ from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Definition, Node
 from workflows.dsl.bounded import step_budget
 from workflows.dsl.templates import TemplateError, render
+from workflows.kinds import get_kind
 
 
 class DecideLoopError(RuntimeError):
@@ -70,11 +71,14 @@ def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:
 
 def _settles_nothing(decision: Decision) -> bool:
     """True for decisions after which the next step is sure to find nothing new: they only
-    start waiting (for a worker, a timer) and settle no node. A map's task_scheduled starts
-    its items in the next step, so it does not qualify."""
+    start waiting (for a worker, a timer) and settle no node. A kind that `schedules_more`
+    (a map: its items start in the next step) does not qualify."""
     if decision.type in (EventType.TIMER_STARTED, EventType.TASK_RETRY_SCHEDULED):
         return True
-    return decision.type == EventType.TASK_SCHEDULED and decision.data.get("type") != "map"
+    if decision.type != EventType.TASK_SCHEDULED:
+        return False
+    kind = get_kind(decision.data.get("type"))
+    return kind is None or not kind.schedules_more
 
 
 def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
@@ -197,7 +201,7 @@ def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
         # every node started in this step.
         context = context or template_context(state)
         yield from start_node(node, attempt + 1, context, state.now)
-    if any(node.type == "map" for node in definition.nodes):
+    if maps.has_maps(definition):
         context = context or template_context(state)
         yield from maps.progress(definition, state, context, state.now)
     if not _busy(definition, state):

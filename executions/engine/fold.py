@@ -9,6 +9,7 @@ from typing import Any
 from executions.engine.events import Event, EventType
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
+from workflows.kinds import get_kind
 
 
 def fold(
@@ -55,14 +56,13 @@ def _task_scheduled(state: ExecutionState, event: Event) -> None:
     node.retry_due = False
     node.next_retry_at = None
     node.error = None
-    kind = event.data.get("type")
-    # An approval waits for a signal; a map runs in the orchestrator while its items do.
-    node.status = _SCHEDULED_AS.get(kind, TaskStatus.SCHEDULED)
-    if kind in _SCHEDULED_AS and node.started_at is None:
+    # The kind says what scheduling makes of the node (an approval waits for a signal, a
+    # map runs in the orchestrator while its items do); a kind this engine does not know
+    # (a history from another version) is taken as a worker's.
+    kind = get_kind(event.data.get("type"))
+    node.status = kind.scheduled_status if kind is not None else TaskStatus.SCHEDULED
+    if node.status != TaskStatus.SCHEDULED and node.started_at is None:
         node.started_at = event.timestamp
-
-
-_SCHEDULED_AS = {"approval": TaskStatus.WAITING, "map": TaskStatus.RUNNING}
 
 
 def _task_started(state: ExecutionState, event: Event) -> None:

@@ -25,10 +25,21 @@ from executions.engine.statuses import TASK_ACTIVE, TaskStatus
 from workflows.dsl import Definition, Node
 from workflows.dsl.limits import limits
 from workflows.dsl.model import COMPENSATION_SUFFIX
+from workflows.kinds import get_kind
 
 #: An item in one of these will not change again unless an operator retries it, and
 #: decide has nothing to do for it outside this module.
 _DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
+
+
+def fans_out(node: Node) -> bool:
+    """A node whose kind runs a body per item (a map)."""
+    kind = get_kind(node.type)
+    return kind is not None and kind.fans_out
+
+
+def has_maps(definition: Definition) -> bool:
+    return any(fans_out(node) for node in definition.nodes)
 
 
 def item_id(map_id: str, index: int) -> str:
@@ -63,7 +74,7 @@ def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
     nodes = state.nodes
     for node in definition.nodes:
         yield node
-        if node.type == "map" and state.node(node.id).status != TaskStatus.PENDING:
+        if fans_out(node) and state.node(node.id).status != TaskStatus.PENDING:
             for child in item_ids(state, node):
                 if _status(nodes.get(child)) not in skip:
                     yield definition.node_for(child)
@@ -79,7 +90,7 @@ def progress(
     definition: Definition, state: ExecutionState, context: dict[str, Any], now: datetime | None
 ) -> Iterator[Decision]:
     for node in definition.nodes:
-        if node.type == "map" and state.node(node.id).status == TaskStatus.RUNNING:
+        if fans_out(node) and state.node(node.id).status == TaskStatus.RUNNING:
             yield from _progress_one(definition, state, node, context, now)
 
 

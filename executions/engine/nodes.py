@@ -1,22 +1,28 @@
-"""How each node type starts: the first decision for a node whose trigger rule holds."""
+"""How a node starts: the first decision for a node whose trigger rule holds.
+
+What a node of each type does when it starts is its kind's (workflows/kinds/); this
+module turns the kind's answer into the event the log records.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from datetime import datetime
 from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Node
-from workflows.dsl.delays import until_problem
-from workflows.dsl.limits import limits, over
-from workflows.dsl.templates import TemplateError, check_size, render, search
+from workflows.dsl.templates import TemplateError, search
+from workflows.kinds import WORKER_NAMES, get_kind
+from workflows.kinds.base import Complete, LimitExceeded, Schedule, Wait
 
 #: Types whose attempts run on a worker; the others are handled by the orchestrator.
-#: (A workflow node's worker starts the child execution; its result comes when the child ends.)
-WORKER_TYPES = frozenset({"function", "http", "workflow"})
-SUPPORTED_TYPES = frozenset({"function", "http", "delay", "approval", "workflow", "map"})
+#: (A workflow node's worker starts the child execution; its result comes when the child
+#: ends.) Derived from the registry: a kind says so with `runs_on_worker`.
+WORKER_TYPES: Set[str] = WORKER_NAMES
+
+__all__ = ["WORKER_TYPES", "LimitExceeded", "start_node"]
 
 
 def start_node(
@@ -26,59 +32,30 @@ def start_node(
         if node.when is not None and not search(node.when, context):
             yield Decision(EventType.TASK_SKIPPED, node.id, None, {"reason": "when is false"})
             return
-        if node.type not in SUPPORTED_TYPES:
+        kind = get_kind(node.type)
+        if kind is None:
             raise _Unsupported(node.type)
-        if node.type == "delay":
-            yield _start_timer(node, attempt, context, now)
-            return
-        if node.type == "map":
-            yield _start_map(node, attempt, context)
-            return
-        payload = node.request if node.type == "http" else node.input
-        data = {"input": render(payload, context), "type": node.type}
-        yield Decision(EventType.TASK_SCHEDULED, node.id, attempt, data)
+        yield _recorded(node, attempt, kind.start(node, context, now), now)
     except (TemplateError, _Unsupported, ValueError, TypeError) as exc:
         error_type = "TemplateError" if isinstance(exc, TemplateError) else type(exc).__name__
         error = {"type": error_type, "message": str(exc), "retryable": False}
         yield Decision(EventType.TASK_FAILED, node.id, attempt, {"error": error})
 
 
+def _recorded(
+    node: Node, attempt: int, start: Schedule | Wait | Complete, now: datetime | None
+) -> Decision:
+    """The event a kind's start is recorded as."""
+    if isinstance(start, Wait):
+        due = start.due if start.due is not None else plus_seconds(now, start.seconds)
+        data = {"input": {**start.input, "due_at": due.isoformat()}}
+        return Decision(EventType.TIMER_STARTED, node.id, attempt, data)
+    if isinstance(start, Complete):
+        return Decision(EventType.TASK_COMPLETED, node.id, attempt, {"output": start.output})
+    data = {"input": start.input, "type": node.type}
+    return Decision(EventType.TASK_SCHEDULED, node.id, attempt, data)
+
+
 class _Unsupported(Exception):
     def __init__(self, node_type: str):
         super().__init__(f"node type '{node_type}' is not supported by this engine version yet")
-
-
-class LimitExceeded(ValueError):
-    """A node would go past a bound of limits.py; the message names the setting."""
-
-
-def _start_timer(
-    node: Node, attempt: int, context: dict[str, Any], now: datetime | None
-) -> Decision:
-    if node.until is not None:
-        until = str(render(node.until, context))
-        due = datetime.fromisoformat(until)
-        if due.tzinfo is None:
-            raise ValueError(f"until '{until}' has no timezone: add one, e.g. +00:00")
-        problem = until_problem(due, now) if now is not None else None
-        if problem:
-            raise LimitExceeded(f"until {until[:60]!r}: {problem}")
-        data = {"input": {"until": until, "due_at": due.isoformat()}}
-    else:
-        seconds = float(node.seconds or 0)
-        if seconds > limits().max_delay_seconds:  # a version stored before the bound
-            raise LimitExceeded(over("max_delay_seconds", what="seconds", got=seconds))
-        due = plus_seconds(now, seconds)
-        data = {"input": {"seconds": seconds, "due_at": due.isoformat()}}
-    return Decision(EventType.TIMER_STARTED, node.id, attempt, data)
-
-
-def _start_map(node: Node, attempt: int, context: dict[str, Any]) -> Decision:
-    items = search(node.items or "", context)
-    if not isinstance(items, list):
-        raise TypeError(f"items '{node.items}' gave {type(items).__name__}, not a list")
-    if len(items) > limits().map_max_items:
-        raise LimitExceeded(over("map_max_items", what="the map", got=len(items)))
-    check_size(items, what="the map's items")
-    data = {"input": {"items": items}, "type": "map"}
-    return Decision(EventType.TASK_SCHEDULED, node.id, attempt, data)

@@ -13,11 +13,12 @@ from django.utils import timezone
 from executions import store
 from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType, Source
-from executions.engine.maps import item_ids
+from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Timer, TimerKind
 from executions.services.advance import record_and_advance
 from executions.services.start import execution_start
+from workflows.kinds import get_kind
 
 
 class NotAllowed(Exception):
@@ -75,7 +76,8 @@ def signal_send(
             node = definition_for(execution.version_id).node_for(node_id)
         except KeyError:
             raise UnknownNode(f"no node '{node_id}' in this execution's definition") from None
-        if node.type != "approval":
+        kind = get_kind(node.type)
+        if kind is None or not kind.approvable:
             raise NotAllowed(f"node '{node_id}' is a {node.type} node, not an approval")
         if node.approvers and not may_approve(by, node.approvers):
             raise NotAnApprover(
@@ -128,7 +130,7 @@ def execution_retry(*, execution_id: object, node_id: str | None = None, by: str
         nodes += [
             item
             for n in definition.nodes
-            if n.id in reset and n.type == "map"
+            if n.id in reset and fans_out(n)
             for item in item_ids(state, n)
         ]
         if not nodes:

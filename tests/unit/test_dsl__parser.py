@@ -18,8 +18,9 @@ from workflows.dsl import (
     RetryPolicy,
     parse_definition,
 )
-from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, REQUEST_FIELDS, TYPE_FIELDS
+from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
 from workflows.dsl.policy import POLICY_FIELDS
+from workflows.kinds.http import REQUEST_FIELDS
 
 
 def fn(node_id: str, **fields: Any) -> dict[str, Any]:

@@ -5,9 +5,12 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+from workflows.kinds import NAMES
+
 #: A compensation runs as the task `<node id>.compensation` ("." never appears in an id).
 COMPENSATION_SUFFIX = ".compensation"
-NODE_TYPES = ("function", "http", "delay", "approval", "workflow", "map")
+#: The registered node types (workflows/kinds/): a live view, never a second list.
+NODE_TYPES = NAMES
 TRIGGER_RULES = ("all_success", "none_failed", "all_done")
 
 JSON = Any
@@ -58,6 +61,9 @@ class NodeBody:
     #: approval: who may answer ("group:<name>", "user:<username>"); None: anyone with
     #: the executions.approve_task permission.
     approvers: tuple[str, ...] | None = None
+    #: What a kind's own fields parse to, for kinds that have no attribute of their own
+    #: above (workflows/kinds/: a kind added by one module keeps its fields here).
+    spec: Any = None
     #: The effective policy: the node's override merged over the definition's.
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     #: Per attempt, start to close.
@@ -127,9 +133,7 @@ class Definition:
         """Each map's per-item body as a Node, built once: decide looks up every item of
         a map on every call, and building a Node field by field cost ~12 µs an item."""
         return {
-            node.id: _as_node(node.node, node.id)
-            for node in self.nodes
-            if node.type == "map" and node.node is not None
+            node.id: _as_node(node.node, node.id) for node in self.nodes if node.node is not None
         }
 
     def downstream_of(self, node_id: str) -> frozenset[str]:

@@ -10,6 +10,7 @@ from typing import Any
 from executions.engine.decide import decide
 from executions.engine.events import Event, EventType, Source
 from executions.engine.fold import apply_event
+from executions.engine.maps import fans_out
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from workflows.dsl import Definition
@@ -63,7 +64,7 @@ class Run:
         work = []
         for node_id, node in self.state.nodes.items():
             # A map node runs in the orchestrator; only its item tasks are work for "workers".
-            if node.status in ACTIVE and self.definition.node_for(node_id).type != "map":
+            if node.status in ACTIVE and not fans_out(self.definition.node_for(node_id)):
                 work.append((node.status, node_id))
         return sorted(work)
 

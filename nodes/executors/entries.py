@@ -1,0 +1,30 @@
+"""The worker's entry point of each node kind that has an executor: named by dotted path
+in its kind (workflows/kinds/), imported only on the worker, and called as
+`entry(node, payload, ctx) -> output` by nodes.tasks.execute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from nodes.context import NodeContext
+from workflows.dsl import Node
+
+
+def function(node: Node, payload: Any, ctx: NodeContext) -> Any:
+    from nodes.executors.function import run_function
+
+    return run_function(node.function or "", payload, ctx)
+
+
+def http(node: Node, payload: Any, ctx: NodeContext) -> Any:
+    from nodes.executors.http import run_http
+
+    return run_http(
+        payload,
+        ctx,
+        success_status=node.success_status,
+        allowed_hosts=settings.WORKFLOW_HTTP_ALLOWED_HOSTS,
+        timeout=node.timeout_seconds,
+    )

@@ -1,0 +1,48 @@
+"""`approval`: waits in the orchestrator for approve or reject (CONTRACT §4, §6)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workflows.dsl.checks import Collector
+from workflows.kinds.base import NodeKind
+
+if TYPE_CHECKING:
+    from workflows.dsl.bodies import Place
+    from workflows.dsl.model import RetryPolicy
+
+#: An approver: "group:<name>" or "user:<username>" (Django's own groups and users).
+APPROVER = re.compile(r"(group|user):[\w.@+ -]{1,150}\Z")
+
+
+class ApprovalKind(NodeKind):
+    name = "approval"
+    fields = ("approvers",)
+    article = "an"
+    scheduled_status = "waiting"
+    approvable = True
+
+    def parse(
+        self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
+    ) -> dict[str, Any]:
+        if "approvers" not in raw:
+            return {}
+        value = raw["approvers"]
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, str) and APPROVER.match(v) for v in value)
+        ):
+            c.add(
+                'must be a non-empty list of "group:<name>" or "user:<username>", '
+                'e.g. ["group:finance", "user:ada"]',
+                node=place.scope.node,
+                field=place.prefix + "approvers",
+            )
+            return {}
+        return {"approvers": tuple(value)}
+
+
+KIND = ApprovalKind()

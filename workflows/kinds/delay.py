@@ -1,0 +1,46 @@
+"""`delay`: a durable timer in the orchestrator, `seconds` or `until` (workflows/dsl/delays.py
+parses both)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from workflows.dsl.checks import Collector
+from workflows.dsl.delays import parse_delay, until_problem
+from workflows.dsl.limits import limits, over
+from workflows.dsl.templates import render
+from workflows.kinds.base import LimitExceeded, NodeKind, Wait
+
+if TYPE_CHECKING:
+    from workflows.dsl.bodies import Place
+    from workflows.dsl.model import NodeBody, RetryPolicy
+
+
+class DelayKind(NodeKind):
+    name = "delay"
+    fields = ("seconds", "until")
+
+    def parse(
+        self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
+    ) -> dict[str, Any]:
+        return parse_delay(c, raw, place, policy)
+
+    def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Wait:
+        if node.until is not None:
+            until = str(render(node.until, context))
+            due = datetime.fromisoformat(until)
+            if due.tzinfo is None:
+                raise ValueError(f"until '{until}' has no timezone: add one, e.g. +00:00")
+            problem = until_problem(due, now) if now is not None else None
+            if problem:
+                raise LimitExceeded(f"until {until[:60]!r}: {problem}")
+            return Wait({"until": until}, due=due)
+        seconds = float(node.seconds or 0)
+        if seconds > limits().max_delay_seconds:  # a version stored before the bound
+            raise LimitExceeded(over("max_delay_seconds", what="seconds", got=seconds))
+        return Wait({"seconds": seconds}, seconds=seconds)
+
+
+KIND = DelayKind()

@@ -1,0 +1,41 @@
+"""`function`: a registered Python function, run on a worker."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workflows.dsl.checks import Collector, quote
+from workflows.kinds.base import NodeKind
+from workflows.kinds.fields import required
+
+if TYPE_CHECKING:
+    from workflows.dsl.bodies import Place
+    from workflows.dsl.model import RetryPolicy
+
+
+class FunctionKind(NodeKind):
+    name = "function"
+    fields = ("function",)
+    runs_on_worker = True
+    executor = "nodes.executors.entries:function"
+
+    def parse(
+        self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
+    ) -> dict[str, Any]:
+        what = 'the name of a registered function, e.g. "std.echo"'
+        if not required(c, raw, "function", place, what):
+            return {}
+        field = place.prefix + "function"
+        name = c.string(raw["function"], node=place.scope.node, field=field, what=what)
+        if name is not None and c.function_exists is not None and not c.function_exists(name):
+            c.add(
+                f"unknown function {quote(name)}: register it with @workflow_function, "
+                "or use a built-in such as std.echo",
+                node=place.scope.node,
+                field=field,
+            )
+        return {"function": name}
+
+
+KIND = FunctionKind()

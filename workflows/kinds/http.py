@@ -1,0 +1,102 @@
+"""`http`: one HTTP request, sent by a worker (nodes/executors/http.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workflows.dsl.checks import Collector, describe, quote
+from workflows.dsl.references import check_templates
+from workflows.kinds.base import JSON, NodeKind
+from workflows.kinds.fields import required
+
+if TYPE_CHECKING:
+    from workflows.dsl.bodies import Place
+    from workflows.dsl.model import NodeBody, RetryPolicy
+
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+REQUEST_FIELDS = ("method", "url", "headers", "params", "json", "body")
+
+
+class HttpKind(NodeKind):
+    name = "http"
+    fields = ("request", "success_status")
+    article = "an"
+    runs_on_worker = True
+    executor = "nodes.executors.entries:http"
+
+    def template(self, node: NodeBody) -> JSON:
+        return node.request  # the request is what an http node renders, not its input
+
+    def parse(
+        self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        example = 'an object like {"method": "GET", "url": "https://..."}'
+        if required(c, raw, "request", place, example):
+            kwargs["request"] = _request(c, raw["request"], place)
+        if "success_status" in raw:
+            kwargs["success_status"] = _statuses(c, raw["success_status"], place)
+        return kwargs
+
+
+def _request(c: Collector, raw: object, place: Place) -> dict[str, Any] | None:
+    node, at = place.scope.node, place.prefix + "request"
+    request = c.mapping(raw, node=node, field=at, what='an object like {"method": ..., "url": ...}')
+    if request is None:
+        return None
+    c.unknown_keys(request, REQUEST_FIELDS, node=node, prefix=at + ".", what="a request")
+    method = request.get("method", "GET")
+    if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
+        shown = quote(method) if isinstance(method, str) else describe(method)
+        c.add(
+            f"must be one of {', '.join(HTTP_METHODS)} (got {shown})",
+            node=node,
+            field=at + ".method",
+        )
+    url = request.get("url")
+    if "url" not in request:
+        c.add("is required: an http:// or https:// URL", node=node, field=at + ".url")
+    elif not isinstance(url, str) or not (url.startswith(("http://", "https://")) or "{{" in url):
+        got = quote(url) if isinstance(url, str) else describe(url)
+        c.add(f"must be an http:// or https:// URL (got {got})", node=node, field=at + ".url")
+    for key in ("headers", "params"):
+        if key in request:
+            c.mapping(request[key], node=node, field=f"{at}.{key}", what="an object")
+    headers = request.get("headers")
+    if isinstance(headers, Mapping):
+        for name, value in headers.items():
+            if not isinstance(value, str):
+                c.add(
+                    f"header values must be strings (got {describe(value)})",
+                    node=node,
+                    field=f"{at}.headers.{name}",
+                )
+    if "json" in request and "body" in request:
+        c.add("give either json or body, not both", node=node, field=at + ".body")
+    elif "body" in request and not isinstance(request["body"], str):
+        c.add(
+            f"must be a string; send JSON with json (got {describe(request['body'])})",
+            node=node,
+            field=at + ".body",
+        )
+    check_templates(c, dict(request), scope=place.scope, field=at)
+    normalized = dict(request)
+    normalized["method"] = method.upper() if isinstance(method, str) else method
+    return normalized
+
+
+def _statuses(c: Collector, raw: object, place: Place) -> tuple[int, ...] | None:
+    codes = raw if isinstance(raw, list) else [raw]
+    valid = all(isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599 for v in codes)
+    if not codes or not valid:
+        c.add(
+            "must be a status code or a list of them, each an integer 100-599, e.g. [200, 201]",
+            node=place.scope.node,
+            field=place.prefix + "success_status",
+        )
+        return None
+    return tuple(codes)
+
+
+KIND = HttpKind()

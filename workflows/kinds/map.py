@@ -1,0 +1,69 @@
+"""`map`: dynamic fan-out. The map runs in the orchestrator while its item tasks
+`<id>[<index>]` run its `node` body once per item (executions/engine/maps.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from workflows.dsl.checks import Collector, Scope, no_secrets
+from workflows.dsl.limits import limits, over
+from workflows.dsl.references import check_items
+from workflows.dsl.templates import check_size, search
+from workflows.kinds.base import LimitExceeded, NodeKind, Schedule
+from workflows.kinds.fields import required
+
+if TYPE_CHECKING:
+    from workflows.dsl.bodies import Place
+    from workflows.dsl.model import NodeBody, RetryPolicy
+
+
+class MapKind(NodeKind):
+    name = "map"
+    fields = ("items", "node", "max_parallel")
+    scheduled_status = "running"
+    schedules_more = True  # its items start in the next step of the same decide call
+    fans_out = True
+
+    def parse(
+        self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
+    ) -> dict[str, Any]:
+        # Imported here: bodies.py parses through this registry, so it cannot be imported
+        # while the registry loads its kinds.
+        from workflows.dsl import bodies
+
+        node, p = place.scope.node, place.prefix
+        kwargs: dict[str, Any] = {}
+        if required(c, raw, "items", place, "an expression that yields a list, e.g. input.items"):
+            kwargs["items"] = check_items(
+                c, raw["items"], scope=no_secrets(place.scope), field=p + "items"
+            )
+        body_example = 'the body run per item, e.g. {"type": "function", ...}'
+        if required(c, raw, "node", place, body_example):
+            body = bodies.Place(
+                scope=Scope(node=node, owner=place.scope.owner, in_map=True),
+                prefix=p + "node.",
+                label="a map's node body",
+                base_policy=policy,
+                no_map="a map's node cannot be a map: run the inner fan-out in a sub-workflow",
+            )
+            kwargs["node"] = bodies.build_body(c, raw["node"], body)
+        if "max_parallel" in raw:
+            parallel = c.integer(raw["max_parallel"], node=node, field=p + "max_parallel")
+            kwargs["max_parallel"] = c.within(
+                parallel, "map_max_parallel", node=node, field=p + "max_parallel"
+            )
+        return kwargs
+
+    def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Schedule:
+        items = search(node.items or "", context)
+        if not isinstance(items, list):
+            raise TypeError(f"items '{node.items}' gave {type(items).__name__}, not a list")
+        if len(items) > limits().map_max_items:
+            raise LimitExceeded(over("map_max_items", what="the map", got=len(items)))
+        check_size(items, what="the map's items")
+        return Schedule({"items": items})
+
+
+KIND = MapKind()

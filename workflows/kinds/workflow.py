@@ -1,0 +1,49 @@
+"""`workflow`: a sub-workflow. A worker starts the child execution; the node's result
+comes when the child ends (executions/services/children.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workflows.dsl.checks import Collector, describe, quote
+from workflows.kinds.base import NodeKind
+from workflows.kinds.fields import required
+
+if TYPE_CHECKING:
+    from workflows.dsl.bodies import Place
+    from workflows.dsl.model import RetryPolicy
+
+#: The same shape as WorkflowDefinition.name: a name outside it can never exist.
+WORKFLOW_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}\Z")
+
+
+class WorkflowKind(NodeKind):
+    name = "workflow"
+    fields = ("workflow", "version")
+    runs_on_worker = True
+    # No executor: the worker's task starts the child itself (nodes/tasks.py).
+
+    def parse(
+        self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
+    ) -> dict[str, Any]:
+        node, p = place.scope.node, place.prefix
+        kwargs: dict[str, Any] = {}
+        if required(c, raw, "workflow", place, "the name of the workflow to run"):
+            name = raw["workflow"]
+            if not isinstance(name, str) or not WORKFLOW_NAME.match(name):
+                got = quote(name) if isinstance(name, str) else describe(name)
+                c.add(
+                    f"must be a workflow name: lowercase letters, digits, '-' and '_' (got {got})",
+                    node=node,
+                    field=p + "workflow",
+                )
+            else:
+                kwargs["workflow"] = name
+        if "version" in raw:
+            kwargs["version"] = c.integer(raw["version"], node=node, field=p + "version", minimum=1)
+        return kwargs
+
+
+KIND = WorkflowKind()
