@@ -13,8 +13,8 @@ app.autodiscover_tasks()
 @worker_process_init.connect
 def _pool_child_started(**_: object) -> None:
     """A prefork pool child may end itself when an attempt overstays its hard limit: the
-    pool replaces it (nodes/watchdog.py). Sent only in pool children, never in the main
-    process of a solo or threads pool, where exiting would stop the whole worker."""
-    from nodes import watchdog
+    pool replaces it (executions/worker/watchdog.py). Sent only in pool children, never in
+    the main process of a solo or threads pool, where exiting would stop the whole worker."""
+    from executions.worker import watchdog
 
     watchdog.replace_process_on_expiry = True

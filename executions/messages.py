@@ -22,7 +22,7 @@ def _safely(send: Callable[[], object], what: str) -> None:
 
 
 def publish_attempt(attempt_id: int) -> None:
-    from nodes.tasks import run_task
+    from executions.worker.runtime import run_task
 
     _safely(lambda: run_task.apply_async(args=[attempt_id]), f"attempt {attempt_id}")
 
@@ -36,12 +36,6 @@ def publish_timer(timer_id: int, delay_seconds: float) -> None:
             lambda: fire_timer.apply_async(args=[timer_id], countdown=countdown),
             f"timer {timer_id}",
         )
-
-
-def publish_advance(execution_id: str) -> None:
-    from executions.tasks import advance_execution
-
-    _safely(lambda: advance_execution.apply_async(args=[execution_id]), f"advance {execution_id}")
 
 
 def publish_parent_notify(child_id: str) -> None:

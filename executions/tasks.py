@@ -9,20 +9,18 @@ import contextlib
 from celery import shared_task
 
 from executions.engine.events import Source
-from executions.services.advance import execution_advance
 from executions.services.containment import boundary, execution_of_timer
 from executions.services.sweep import sweep as run_sweep
 from executions.services.timers import timer_fire
+from executions.worker.runtime import run_task
+
+#: The node task lives with the worker runtime; imported here so Celery's autodiscovery,
+#: which reads each app's tasks module, registers it.
+__all__ = ["run_task"]
 
 
 def _for(execution_id: str, where: str) -> contextlib.AbstractContextManager[None]:
     return boundary(where, lambda: execution_id, source=Source.WORKER, reraise_transient=True)
-
-
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def advance_execution(execution_id: str) -> None:
-    with _for(execution_id, "orchestrator: advance"):
-        execution_advance(execution_id=execution_id)
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)

@@ -1,4 +1,5 @@
-"""What a running node knows about its attempt, and how it talks back to the worker."""
+"""What a running node knows about its attempt, and how it talks back to the worker: the
+interface between the worker runtime (executions/worker/) and the executors (nodes/)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,32 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from nodes.errors import NodeCancelled
+
+if TYPE_CHECKING:
+    from workflows.dsl import Node
 
 # A sleeping node wakes at least this often to check for cancellation ...
 SLEEP_STEP_SECONDS = 0.1
 # ... and renews its lease at least this often.
 HEARTBEAT_EVERY_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a worker needs to run an attempt it now holds (executions/services/attempts.py
+    claims it; nodes.tasks.execute runs it)."""
+
+    attempt_id: int
+    execution_id: str
+    node: Node
+    attempt: int
+    input: Any
+    lease_seconds: float
+    #: The template context at claim time, for secrets that only the worker may resolve.
+    context: dict[str, Any] | None = None
 
 
 @dataclass

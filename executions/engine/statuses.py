@@ -43,4 +43,3 @@ EXECUTION_TERMINAL = frozenset(
 TASK_ACTIVE = frozenset(
     {TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING, TaskStatus.WAITING}
 )
-TASK_DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})

@@ -9,7 +9,6 @@ worker drops what it has. The result event's unique constraint is the last backs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -26,22 +25,9 @@ from executions.engine.state import ExecutionState
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.advance import record_and_advance
 from executions.services.recorded import recordable
+from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
 from workflows.dsl import Node
-
-
-@dataclass(frozen=True)
-class Claimed:
-    """What a worker needs to run an attempt it now holds."""
-
-    attempt_id: int
-    execution_id: str
-    node: Node
-    attempt: int
-    input: Any
-    lease_seconds: float
-    #: The template context at claim time, for secrets that only the worker may resolve.
-    context: dict[str, Any] | None = None
 
 
 def lease_seconds_for(node: Node) -> float:

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from executions.models import Attempt, Execution
 from executions.services.sweep import sweep
 from executions.tasks import notify_parent
-from nodes.tasks import run_task
+from executions.worker.runtime import run_task
 from schedules.services import schedule_create
 from schedules.tasks import run_schedule
 from tests.factories import make_version, start

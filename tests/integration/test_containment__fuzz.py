@@ -19,8 +19,8 @@ from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services.start import execution_start
 from executions.services.sweep import sweep
+from executions.worker.runtime import run_task
 from nodes.registry import function_exists
-from nodes.tasks import run_task
 from tests.integration.corruption import GARBAGE, set_definition
 from tests.integration.engine import assert_replayable
 from workflows.dsl import DefinitionError

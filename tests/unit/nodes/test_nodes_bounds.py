@@ -11,8 +11,9 @@ from unittest import mock
 
 import pytest
 
-from nodes import std, tasks, watchdog
-from nodes.context import NodeContext
+from executions.worker import watchdog
+from nodes import std
+from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeError
 from nodes.executors.http import _retry_after_seconds, run_http
 from tests.raw_server import raw_http_server, response
@@ -117,13 +118,11 @@ def test_retry_after_in_ten_seconds() -> None:
     assert 8 <= (_retry_after_seconds(formatdate(time.time() + 10, usegmt=True)) or 0) <= 10
 
 
-def claimed_for(timeout: float | None = None) -> tasks.Claimed:
+def claimed_for(timeout: float | None = None) -> Claimed:
     fields = {"timeout_seconds": timeout} if timeout else {}
     definition = {"nodes": [{"id": "n", "type": "function", "function": "x", **fields}]}
     node = parse_definition(definition).nodes[0]
-    return tasks.Claimed(
-        attempt_id=7, execution_id="e", node=node, attempt=1, input={}, lease_seconds=30
-    )
+    return Claimed(attempt_id=7, execution_id="e", node=node, attempt=1, input={}, lease_seconds=30)
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,9 @@ from unittest import mock
 import pytest
 from django.db import OperationalError
 
-from nodes import tasks
-from nodes.tasks import LeaseKeeper, record
+from executions.worker import runtime
+from executions.worker.runtime import LeaseKeeper, record
+from nodes.context import Claimed
 from workflows.dsl.parser import parse_definition
 
 DOWN = OperationalError("connection failed: the database system is shutting down")
@@ -20,13 +21,13 @@ DOWN = OperationalError("connection failed: the database system is shutting down
 @pytest.fixture
 def claimed():
     node = parse_definition({"nodes": [{"id": "n", "type": "function", "function": "x"}]}).nodes[0]
-    return tasks.Claimed(
+    return Claimed(
         attempt_id=7, execution_id="e", node=node, attempt=1, input={}, lease_seconds=0.6
     )
 
 
 def test_a_renewal_that_meets_an_outage_keeps_the_attempt(claimed) -> None:
-    with mock.patch.object(tasks, "attempt_renew", side_effect=[DOWN, True]) as renew:
+    with mock.patch.object(runtime, "attempt_renew", side_effect=[DOWN, True]) as renew:
         keeper = LeaseKeeper(claimed, "w")
         assert keeper.renew() is True  # unknown yet: carry on
         assert keeper.renew() is True
@@ -44,7 +45,7 @@ def test_the_keeper_thread_renews_again_after_an_outage(claimed) -> None:
         renewed_after_outage.set()
         return True
 
-    with mock.patch.object(tasks, "attempt_renew", side_effect=renew):
+    with mock.patch.object(runtime, "attempt_renew", side_effect=renew):
         keeper = LeaseKeeper(claimed, "w")
         keeper.start()
         try:
@@ -56,7 +57,7 @@ def test_the_keeper_thread_renews_again_after_an_outage(claimed) -> None:
 
 
 def test_a_refused_renewal_still_means_stop(claimed) -> None:
-    with mock.patch.object(tasks, "attempt_renew", return_value=False):
+    with mock.patch.object(runtime, "attempt_renew", return_value=False):
         keeper = LeaseKeeper(claimed, "w")
         assert keeper.renew() is False
     assert keeper.lost.is_set()
@@ -64,7 +65,7 @@ def test_a_refused_renewal_still_means_stop(claimed) -> None:
 
 def test_recording_a_result_retries_through_an_outage() -> None:
     finish = mock.Mock(side_effect=[DOWN, DOWN, True])
-    with mock.patch.object(tasks.time, "sleep"):
+    with mock.patch.object(runtime.time, "sleep"):
         assert record(finish, attempt_id=7, worker_id="w", output=1) is True
     assert finish.call_count == 3
     finish.assert_called_with(attempt_id=7, worker_id="w", output=1)
@@ -74,9 +75,9 @@ def test_recording_gives_up_after_a_long_outage() -> None:
     finish = mock.Mock(side_effect=DOWN)
     clock = iter(range(0, 10_000, 30))
     with (
-        mock.patch.object(tasks.time, "sleep"),
-        mock.patch.object(tasks.time, "monotonic", side_effect=lambda: next(clock)),
+        mock.patch.object(runtime.time, "sleep"),
+        mock.patch.object(runtime.time, "monotonic", side_effect=lambda: next(clock)),
         pytest.raises(OperationalError),
     ):
         record(finish, attempt_id=7, worker_id="w", output=1)
-    assert 1 < finish.call_count <= tasks.RECORD_RETRY_SECONDS / 30 + 1
+    assert 1 < finish.call_count <= runtime.RECORD_RETRY_SECONDS / 30 + 1

@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 from django.db import connection
 
-from executions.services.attempts import Claimed, attempt_fail
+from executions.services.attempts import attempt_fail
+from nodes.context import Claimed
 from workflows.dsl.limits import limits, setting_of
 
 log = logging.getLogger(__name__)

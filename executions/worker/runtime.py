@@ -1,0 +1,182 @@
+"""The worker runtime: claim an attempt, run it under a lease and a watchdog, record its
+one result, and (eager dispatch) run the execution's next attempt in the same message.
+
+The executors (nodes/) know nothing of this: they get a Claimed and a NodeContext
+(nodes/context.py), whose heartbeat and cancellation this runtime backs with the lease;
+`nodes.tasks.execute` picks the kind's executor. Dependencies point one way: executions
+imports nodes, never the reverse (tests/unit/test_app_boundaries.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError, connection
+
+from executions.services.attempts import (
+    attempt_claim,
+    attempt_complete,
+    attempt_complete_and_claim_next,
+    attempt_fail,
+    attempt_renew,
+)
+from executions.services.children import child_start
+from executions.services.containment import attempt_boundary
+from executions.worker.watchdog import Watchdog
+from nodes.context import Claimed, NodeContext
+from nodes.errors import NodeCancelled, NodeError
+from nodes.tasks import execute
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: How long a finished attempt keeps trying to record its result through a database outage.
+RECORD_RETRY_SECONDS = 60.0
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews the lease in the background; a refused renewal means: stop, record nothing."""
+
+    def __init__(self, claimed: Claimed, worker: str):
+        super().__init__(name=f"lease-{claimed.attempt_id}", daemon=True)
+        self.claimed, self.worker = claimed, worker
+        self.lost = threading.Event()
+        self.done = threading.Event()
+
+    def renew(self) -> bool:
+        try:
+            ok = attempt_renew(
+                attempt_id=self.claimed.attempt_id,
+                worker_id=self.worker,
+                lease_seconds=self.claimed.lease_seconds,
+            )
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block:
+                raise
+            # The database is away for a moment: the lease stands or lapses on its own, and
+            # the next renewal, on a new connection, tells which. Giving up here would lose
+            # a healthy attempt to the sweeper however short the outage.
+            connection.close()
+            log.warning("lease renewal of attempt %s failed; will retry", self.claimed.attempt_id)
+            return True
+        if not ok:
+            self.lost.set()
+        return ok
+
+    def run(self) -> None:
+        interval = max(0.2, self.claimed.lease_seconds / 3)
+        try:
+            while not self.done.wait(interval):
+                if not self.renew():
+                    return
+        except Exception:
+            log.warning(
+                "lease renewal failed for attempt %s", self.claimed.attempt_id, exc_info=True
+            )
+        finally:
+            connection.close()
+
+
+#: Attempts one message may run back to back in its execution before handing back.
+EAGER_LIMIT = 100
+
+
+# Named as it was when it lived in nodes/tasks.py: messages already queued carry that name,
+# and CELERY_TASK_ROUTES sends "nodes.tasks.*" to the nodes queue.
+@shared_task(
+    name="nodes.tasks.run_task", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
+def run_task(attempt_id: int) -> None:
+    """Run the attempt, then (eager dispatch) the execution's next scheduled attempt, which
+    the success's own transaction claimed for this worker: no broker round trip, no second
+    lock. That attempt's message was published all the same; when it arrives, the claim
+    finds it taken and drops it. The claim stays the one atomic hand-off either way."""
+    worker = worker_id()
+    # A fault boundary (executions/services/containment.py): an engine exception while
+    # claiming, recording or advancing ends this attempt's execution with an engine error.
+    with attempt_boundary(attempt_id):
+        claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
+        for done in range(1, EAGER_LIMIT + 1):
+            if claimed is None:
+                return  # a duplicate delivery, a cancelled or timed-out attempt, or no next
+            # The last one claims nothing: what it claimed would wait for its lease to end.
+            claimed = run_claimed(claimed, worker, claim_next=done < EAGER_LIMIT)
+
+
+def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:
+    """Run and record one claimed attempt; returns the next attempt claimed, if any.
+
+    Under a watchdog: past the attempt's hard limit its failure is recorded and, in a pool
+    child, the process replaced, so no function can hold a worker slot forever."""
+    watchdog = Watchdog(claimed, worker).arm()
+    try:
+        return _run_claimed(claimed, worker, claim_next=claim_next)
+    finally:
+        watchdog.disarm()
+
+
+def _run_claimed(claimed: Claimed, worker: str, *, claim_next: bool) -> Claimed | None:
+    attempt_id = claimed.attempt_id
+    keeper = LeaseKeeper(claimed, worker)
+    keeper.start()
+    ctx = NodeContext(
+        execution_id=claimed.execution_id,
+        node_id=claimed.node.id,
+        attempt=claimed.attempt,
+        idempotency_key=f"{claimed.execution_id}:{claimed.node.id}",
+        _heartbeat=keeper.renew,
+        _is_cancelled=keeper.lost.is_set,
+    )
+    if claimed.node.type == "workflow":
+        try:
+            child_start(claimed=claimed, worker_id=worker)
+        finally:
+            keeper.done.set()
+            keeper.join(timeout=5)
+        return None
+    try:
+        output = execute(claimed, ctx)
+    except NodeCancelled:
+        return None
+    except NodeError as exc:
+        if not keeper.lost.is_set():
+            record(attempt_fail, attempt_id=attempt_id, worker_id=worker, error=exc.as_dict())
+        return None
+    finally:
+        keeper.done.set()
+        keeper.join(timeout=5)
+    if keeper.lost.is_set():
+        return None
+    if not claim_next:
+        record(attempt_complete, attempt_id=attempt_id, worker_id=worker, output=output)
+        return None
+    return record(
+        attempt_complete_and_claim_next, attempt_id=attempt_id, worker_id=worker, output=output
+    )
+
+
+def record(finish: Callable[..., T], **kwargs: Any) -> T:
+    """Record the attempt's result, reconnecting through a short database outage rather
+    than losing work that is done. Repeating is safe: the attempt's conditional update
+    refuses a second result, even after a commit whose acknowledgement was lost."""
+    deadline = time.monotonic() + RECORD_RETRY_SECONDS
+    while True:
+        try:
+            return finish(**kwargs)
+        except (OperationalError, InterfaceError):
+            connection.close()
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("recording attempt %s failed; will retry", kwargs.get("attempt_id"))
+            time.sleep(1.0)

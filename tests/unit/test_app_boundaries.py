@@ -1,0 +1,120 @@
+"""No import cycle between the apps, read from the source (every import, a function's
+lazy ones and TYPE_CHECKING ones included, so a cycle cannot hide in a local import).
+
+The units are the Django apps, except the pure core (executions.engine; workflows.dsl with
+the node kinds of workflows.kinds, one vocabulary): they import no Django
+(test_engine__purity.py) and are libraries every app may use, so they count as units of
+their own. The direction, pinned below: executions
+uses nodes (the worker runtime runs the executors), nodes uses neither executions nor the
+workflows app.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("executions", "nodes", "workflows", "schedules")
+#: Packages inside an app that are units of their own, and the unit each belongs to.
+CORE = {
+    "executions.engine": "executions.engine",
+    "workflows.dsl": "workflows.dsl",
+    "workflows.kinds": "workflows.dsl",
+}
+
+
+def unit_of(module: str) -> str | None:
+    for package, unit in CORE.items():
+        if module == package or module.startswith(package + "."):
+            return unit
+    top = module.split(".")[0]
+    return top if top in APPS else None
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = module.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            names.add(target)
+            # `from executions import store` imports executions.store
+            names.update(f"{target}.{alias.name}" for alias in node.names)
+    return names
+
+
+def dependencies() -> dict[str, dict[str, set[str]]]:
+    """unit -> unit it imports -> the modules that do (to name them in a failure)."""
+    graph: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            module = module_name(path)
+            source = unit_of(module)
+            tree = ast.parse(path.read_text(), str(path))
+            for name in imported(tree, module, path.name == "__init__.py"):
+                target = unit_of(name)
+                if target is not None and source is not None and target != source:
+                    graph[source][target].add(module)
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """Every simple cycle's units, found by a depth-first walk (the graph has a handful of
+    nodes)."""
+    found: list[list[str]] = []
+
+    def walk(path: list[str]) -> None:
+        for nxt in sorted(graph.get(path[-1], {})):
+            if nxt == path[0]:
+                found.append([*path, nxt])
+            elif nxt not in path and nxt > path[0]:
+                walk([*path, nxt])
+
+    for start in sorted(graph):
+        walk([start])
+    return found
+
+
+def describe(graph: dict[str, dict[str, set[str]]], cycle: list[str]) -> str:
+    steps = []
+    for a, b in zip(cycle, cycle[1:], strict=False):
+        steps.append(f"{a} -> {b} (in {', '.join(sorted(graph[a][b]))})")
+    return "; ".join(steps)
+
+
+def test_no_import_cycle_between_apps() -> None:
+    graph = dependencies()
+    problems = [describe(graph, cycle) for cycle in cycles(graph)]
+    assert not problems, "import cycles between apps:\n" + "\n".join(problems)
+
+
+def test_nodes_imports_no_other_app() -> None:
+    """The executors are plain code over the pure core: the runtime that drives them
+    (executions/worker/) depends on them, never the reverse."""
+    graph = dependencies()
+    assert not graph["nodes"].get("executions"), graph["nodes"]["executions"]
+    assert not graph["nodes"].get("workflows"), graph["nodes"]["workflows"]
+    assert not graph["nodes"].get("schedules"), graph["nodes"]["schedules"]
+
+
+def test_the_check_sees_a_cycle() -> None:
+    graph = {"a": {"b": {"a.x"}}, "b": {"c": {"b.y"}}, "c": {"a": {"c.z"}}}
+    assert cycles(graph) == [["a", "b", "c", "a"]]
+    assert not cycles({"a": {"b": {"a.x"}}, "b": {}})
