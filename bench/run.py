@@ -28,10 +28,11 @@ import traceback
 from bench.definitions import RETRY_FOREVER
 from bench.environment import Setup, bench_urls, prepare, setup_django
 from bench.history import synth_history
-from bench.processes import Processes, start_workers
+from bench.processes import start_workers
 from bench.report import build_result, render, write_result
 from bench.scenarios import SCENARIOS, Bench
 from bench.variants import VARIANTS, Variant
+from executions.supervisor import Supervisor
 
 # Imported from here by the tests (tests/api, tests/bench_smoke).
 __all__ = ["RETRY_FOREVER", "VARIANTS", "main", "synth_history"]
@@ -59,7 +60,7 @@ def run_scenarios(
     from bench.raw_app import QUEUE
     from bench.raw_app import app as raw_app
 
-    procs = Processes(env=setup.env, log_dir=setup.log_dir)
+    procs = Supervisor(setup.log_dir, setup.env)
     errors: dict[str, str] = {}
     try:
         start_workers(procs, QUEUE)
@@ -79,7 +80,7 @@ def run_scenarios(
         print(f"bench: logs kept in {setup.log_dir}", file=sys.stderr)
         raise
     finally:
-        procs.stop_all()
+        procs.stop()
     return bench, errors
 
 

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.definitions import make_version, noop
-from bench.processes import Processes
 from bench.scenarios_engine import EngineScenarios
 from bench.scenarios_live import LiveScenarios
 from bench.variants import Variant
+from executions.supervisor import Supervisor
 
 
 class Bench(LiveScenarios, EngineScenarios):
-    def __init__(self, variant: Variant, procs: Processes, stamps, raw_app):
+    def __init__(self, variant: Variant, procs: Supervisor, stamps, raw_app):
         self.v = variant
         self.procs = procs
         self.stamps = stamps  # redis client on the stamp db

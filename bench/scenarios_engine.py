@@ -127,8 +127,8 @@ class EngineScenarios:
             time.sleep(0.1)
         self.notes["sweep_report"] = vars(report)
         self.figures["sweep_tick_ms"] = summary(ticks, "ms")
-        worker = self.procs.procs["worker"].pid
-        beat = self.procs.procs["beat"].pid
+        worker = self.procs["worker"].pid
+        beat = self.procs["beat"].pid
         main, kids, beats = [], [], []
         for _ in range(3):
             main.append(rss_kb(worker) / 1024)

@@ -3,12 +3,12 @@ the start latency through the API."""
 
 from __future__ import annotations
 
-import sys
 import time
 
 from bench.definitions import chain_definition, fanout_definition, make_version, noop
 from bench.processes import free_port
 from bench.stats import percentile, summary
+from executions.supervisor import gunicorn_argv
 
 
 class LiveScenarios:
@@ -103,11 +103,7 @@ class LiveScenarios:
         user.groups.set(Group.objects.filter(name="operator"))
         token = Token.objects.create(user=user)
         port = free_port()
-        self.procs.spawn(
-            "gunicorn",
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "-w", "2",
-             "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
-        )  # fmt: skip
+        self.procs.start("gunicorn", gunicorn_argv(port))
         base = f"http://127.0.0.1:{port}"
         headers = {"Authorization": f"Token {token.key}"}
         with httpx.Client(base_url=base, headers=headers, timeout=30) as client:

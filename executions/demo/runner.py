@@ -26,7 +26,8 @@ from executions.demo.client import (
     wait_for_web,
 )
 from executions.demo.display import Clock, follow, report
-from executions.demo.processes import ChildDied, Stop, Supervisor, port_in_use
+from executions.demo.processes import DemoProcesses, ProcessDied, Stop
+from executions.supervisor import port_open
 
 DEFINITION_FILE = Path(settings.BASE_DIR) / "nodes" / "demo_workflow.json"
 
@@ -62,7 +63,7 @@ class Demo:
         self.options = options
         self.out = out
         self.err = err
-        self.supervisor = Supervisor(out)
+        self.supervisor = DemoProcesses(out)
         self.done = False
         self.clock = Clock()
 
@@ -79,9 +80,9 @@ class Demo:
         except (KeyboardInterrupt, Stop):
             self.out("")
             code = 0 if self.done else 130
-        except ChildDied as exc:
-            self.err(f"\nrun_demo: {exc} early; last lines of {exc.child.log_path}:")
-            self.err(exc.child.tail())
+        except ProcessDied as exc:
+            self.err(f"\nrun_demo: {exc} early; last lines of {exc.process.log_path}:")
+            self.err(exc.process.tail())
             code = 1
         except DemoError as exc:
             self.err(f"\nrun_demo: {exc}")
@@ -103,7 +104,7 @@ class Demo:
         token = ensure_admin(self.out)
         connections.close_all()  # SQLite: hold no lock while the children start
 
-        if port_in_use(host, port):
+        if port_open(host, port):
             raise DemoError(f"{host}:{port} is already in use; pick another one with --port N")
         self.supervisor.start(host, port)
         with httpx.Client(

@@ -3,50 +3,14 @@ operations the chaos loop performs on them: kill -9 a worker, restart Redis or P
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from executions.supervisor import Process, Supervisor, beat_argv, group_of, worker_argv
 from scripts import services
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def group_of(pid: int) -> int | None:
-    """The process group of `pid`, or None once it is gone (Linux /proc)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[2])
-
-
-def members(group: int) -> set[int]:
-    """Every live process of a process group: a worker's main process and its pool."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and group_of(int(entry)) == group:
-            found.add(int(entry))
-    return found
-
-
-@dataclass
-class Proc:
-    name: str
-    popen: subprocess.Popen
-    started: float = field(default_factory=time.time)
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
 
 
 @dataclass
@@ -54,52 +18,28 @@ class Cluster:
     env: dict[str, str]
     log_dir: Path
     concurrency: int = 2
-    workers: list[Proc] = field(default_factory=list)
-    beat: Proc | None = None
+    workers: list[Process] = field(default_factory=list)
+    beat: Process | None = None
     #: Every worker ever started, by process group id (= its main pid).
-    history: dict[int, Proc] = field(default_factory=dict)
-    counter: int = 0
+    history: dict[int, Process] = field(default_factory=dict)
+    supervisor: Supervisor = field(init=False)
 
-    def _spawn(self, name: str, args: list[str]) -> Proc:
-        self.counter += 1
-        label = f"{name}-{self.counter}"
-        log = open(self.log_dir / f"{label}.log", "wb")  # noqa: SIM115 - the child owns it
-        popen = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", *args],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: kill -9 takes the pool too
-        )
-        log.close()
-        return Proc(label, popen)
+    def __post_init__(self) -> None:
+        self.supervisor = Supervisor(self.log_dir, self.env)
 
-    def start_worker(self) -> Proc:
-        proc = self._spawn(
-            "worker",
-            [
-                "worker",
-                "-Q",
-                "orchestrator,nodes",
-                "--concurrency",
-                str(self.concurrency),
-                "-n",
-                f"chaos{self.counter + 1}@%h",
-                "-l",
-                "info",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-        )
+    def start_worker(self) -> Process:
+        name = self.supervisor.numbered("worker")
+        argv = worker_argv(name=f"chaos{self.supervisor.counter}@%h", concurrency=self.concurrency)
+        proc = self.supervisor.start(name, argv)
         self.workers.append(proc)
         self.history[proc.pid] = proc
         return proc
 
-    def start_beat(self) -> Proc:
+    def start_beat(self) -> Process:
         schedule = self.log_dir / "beat-schedule"
-        self.beat = self._spawn("beat", ["beat", "-l", "info", "-s", str(schedule)])
+        self.beat = self.supervisor.start(
+            self.supervisor.numbered("beat"), beat_argv(schedule=schedule)
+        )
         return self.beat
 
     def start(self, workers: int) -> None:
@@ -107,43 +47,27 @@ class Cluster:
             self.start_worker()
         self.start_beat()
 
-    def kill(self, proc: Proc) -> None:
+    def kill(self, proc: Process) -> None:
         """kill -9 the process group: the main process and its pool at once."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.popen.wait(timeout=30)
+        self.supervisor.kill(proc)
         if proc in self.workers:
             self.workers.remove(proc)
 
-    def dead(self) -> list[Proc]:
+    def dead(self) -> list[Process]:
         """Processes that exited without being killed by us (the caller replaces them)."""
-        gone = [w for w in self.workers if not w.alive()]
-        for proc in gone:
-            self.workers.remove(proc)
-        if self.beat is not None and not self.beat.alive():
-            gone.append(self.beat)
+        gone = self.supervisor.dead()
+        self.workers = [w for w in self.workers if w not in gone]
+        if self.beat in gone:
             self.beat = None
         return gone
 
-    def worker_of(self, pid: int) -> Proc | None:
+    def worker_of(self, pid: int) -> Process | None:
         """The worker whose pool process is `pid` (only while that process lives)."""
         group = group_of(pid)
         return self.history.get(group) if group is not None else None
 
     def stop(self) -> None:
-        procs = [*self.workers, *([self.beat] if self.beat else [])]
-        for proc in procs:
-            if proc.alive():
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        for proc in procs:
-            try:
-                proc.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.popen.wait(timeout=10)
+        self.supervisor.stop(timeout=20)
         self.workers, self.beat = [], None
 
 

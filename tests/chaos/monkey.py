@@ -16,7 +16,8 @@ from django.db import connection
 from django.utils import timezone
 
 from executions.models import Event
-from tests.chaos.cluster import Cluster, Proc, members, restart_postgres, restart_redis
+from executions.supervisor import Process, members
+from tests.chaos.cluster import Cluster, restart_postgres, restart_redis
 from tests.chaos.common import db, say
 
 #: After a restart, how long the processes that lived through it get to show they work.
@@ -99,7 +100,7 @@ class Monkey(threading.Thread):
         self.kills += 1
         self.cluster.start_worker()
 
-    def supervise(self) -> list[Proc]:
+    def supervise(self) -> list[Process]:
         """Replace processes that exited on their own, and record that they did."""
         gone = self.cluster.dead()
         for proc in gone:
@@ -140,7 +141,7 @@ class Monkey(threading.Thread):
         self.outages[service].append(record)
         say(f"{service} back after {seconds:.1f}s: {record}")
 
-    def _worked_after(self, survivors: list[Proc], since: datetime) -> set[str]:
+    def _worked_after(self, survivors: list[Process], since: datetime) -> set[str]:
         """Survivors that appended a task_started after `since` (within PROOF_SECONDS)."""
         worked: set[str] = set()
         deadline = time.monotonic() + PROOF_SECONDS
@@ -160,7 +161,7 @@ class Monkey(threading.Thread):
         return worked
 
 
-def _beat_sends(cluster: Cluster, beat: Proc | None) -> int:
+def _beat_sends(cluster: Cluster, beat: Process | None) -> int:
     if beat is None:
         return 0
     log = cluster.log_dir / f"{beat.name}.log"

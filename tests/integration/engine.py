@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +16,17 @@ from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
 from executions.models import Execution
 from executions.projections import differences
+from executions.supervisor import (
+    WORKER_READY,
+    Process,
+    Supervisor,
+    beat_argv,
+    environment,
+    logged,
+    purge,
+    worker_argv,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
 #: A secret the workers hold and nothing may ever record (URL-safe: no encoded forms).
 CANARY = "cAnArY-5e1f0a9c7b3d"
 
@@ -54,123 +59,74 @@ def assert_replayable(execution: Execution) -> None:
 
 @dataclass
 class Engine:
+    """The session's workers and beat (tests replace and kill them through this)."""
+
     log_dir: Path
-    workers: list[subprocess.Popen] = field(default_factory=list)
-    beat: subprocess.Popen | None = None
+    workers: list[Process] = field(default_factory=list)
+    beat: Process | None = None
     env: dict[str, str] = field(default_factory=dict)
-    counter: int = 0
+    supervisor: Supervisor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.supervisor = Supervisor(self.log_dir)
+
+    @property
+    def counter(self) -> int:
+        """The number in the name (and log file) of the process started last."""
+        return self.supervisor.counter
 
     def start(self, *, workers: int = 1, concurrency: int = 2, beat: bool = True) -> None:
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            "WORKFLOW_VAR_DIR": str(settings.VAR_DIR),
-            "PYTHONPATH": str(ROOT),
+        self.env = environment(
+            DATABASE_URL=database_url(),
+            CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+            WORKFLOW_VAR_DIR=str(settings.VAR_DIR),
             # Test servers live on loopback, which HTTP nodes refuse unless allowed.
-            "WORKFLOW_HTTP_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "WORKFLOW_SECRET_API_TOKEN": "s3cr3t-from-env",
+            WORKFLOW_HTTP_ALLOWED_HOSTS="127.0.0.1,localhost",
+            WORKFLOW_SECRET_API_TOKEN="s3cr3t-from-env",
             # Searched for in every table, response and log (test_secrets_canary.py).
-            "WORKFLOW_SECRET_CANARY": CANARY,
+            WORKFLOW_SECRET_CANARY=CANARY,
             # The sweeper republishes a lost run_task message this soon (tests wait for it).
-            "WORKFLOW_REPUBLISH_AFTER_SECONDS": "2",
-        }
-        self.purge()
+            WORKFLOW_REPUBLISH_AFTER_SECONDS="2",
+        )
+        purge(self.env)
         for _ in range(workers):
             self.start_worker(concurrency=concurrency)
         if beat:
             self.start_beat()
 
-    def start_beat(self) -> subprocess.Popen:
-        self.beat = self._spawn(
-            "beat", ["beat", "-l", "info", "-s", str(self.log_dir / "beat-schedule")]
-        )
+    def start_beat(self) -> Process:
+        schedule = self.log_dir / "beat-schedule"
+        name = self.supervisor.numbered("beat")
+        self.beat = self.supervisor.start(name, beat_argv(schedule=schedule), env=self.env)
         return self.beat
 
     def stop_beat(self) -> None:
         """Stop the beat (and so the periodic sweeper) until start_beat()."""
         if self.beat is not None:
-            os.killpg(self.beat.pid, signal.SIGTERM)
-            self.beat.wait(timeout=15)
+            self.supervisor.stop(self.beat)
             self.beat = None
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
-        self.counter += 1
-        log = open(self.log_dir / f"{name}-{self.counter}.log", "wb")  # noqa: SIM115
-        return subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", *args],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def start_worker(self, *, concurrency: int = 2) -> subprocess.Popen:
-        worker = self._spawn(
-            "worker",
-            [
-                "worker",
-                "-l",
-                "info",
-                "-Q",
-                "orchestrator,nodes",
-                "--concurrency",
-                str(concurrency),
-                "-n",
-                f"w{self.counter + 1}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-        )
+    def start_worker(self, *, concurrency: int = 2) -> Process:
+        """A worker consuming its queues (waited for: a test's first message is not
+        left to whichever worker happens to be up)."""
+        name = self.supervisor.numbered("worker")
+        argv = worker_argv(name=f"w{self.counter}@%h", concurrency=concurrency)
+        worker = self.supervisor.start(name, argv, env=self.env, ready=logged(WORKER_READY))
+        worker.wait_ready()
         self.workers.append(worker)
         return worker
 
-    def purge(self) -> None:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "purge",
-                "-f",
-                "-Q",
-                "orchestrator,nodes",
-            ],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-
-    def kill_worker(self, worker: subprocess.Popen) -> None:
-        """kill -9 the worker's whole process group (main process and its children)."""
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=10)
+    def kill_worker(self, worker: Process) -> None:
+        """kill -9 the worker's whole process group (main process and its pool)."""
+        self.supervisor.kill(worker)
         self.workers.remove(worker)
 
     def stop(self) -> None:
-        for proc in [*self.workers, *([self.beat] if self.beat else [])]:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for proc in [*self.workers, *([self.beat] if self.beat else [])]:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+        self.supervisor.stop()
         self.workers, self.beat = [], None
 
     def logs(self) -> str:
-        return "\n".join(
-            f"--- {path.name}\n{path.read_text(errors='replace')[-4000:]}"
-            for path in sorted(self.log_dir.glob("*.log"))
-        )
+        return self.supervisor.logs()
 
     def wait(self, execution_id: object, timeout: float = 60.0) -> Execution:
         """Poll until the execution ends; fail with the worker logs if it does not."""
