@@ -22,6 +22,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, Task
 from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Definition, Node
 from workflows.dsl.bounded import step_budget
+from workflows.dsl.limits import recorded
 from workflows.dsl.templates import TemplateError, render
 from workflows.kinds import get_kind
 
@@ -42,7 +43,9 @@ def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
         return engine_failure(state)
     # One budget for every expression this call evaluates (WORKFLOW_MAX_STEP_WORK): a
     # thousand first nodes cannot make POST /executions do a thousand budgets' worth.
-    with step_budget():
+    # The bounds this execution recorded when it started (a setting changed since must not
+    # change what is decided for it, nor make --verify disagree with its log).
+    with recorded(state.limits), step_budget():
         return _fixpoint(definition, state)
 
 

@@ -46,6 +46,7 @@ def _current(state: ExecutionState, event: Event) -> NodeState | None:
 def _workflow_started(state: ExecutionState, event: Event) -> None:
     state.status = ExecutionStatus.RUNNING
     state.input = event.data.get("input")
+    state.limits = event.data.get("limits")
     state.started_at = event.timestamp
 
 

@@ -62,6 +62,9 @@ class ExecutionState:
     cancel_requested: bool = False
     #: An engine_error fact's error: decide ends the execution with it (engine/containment.py).
     engine_error: dict[str, Any] | None = None
+    #: The bounds recorded in workflow_started, in force for every decision of this
+    #: execution (workflows/dsl/limits.py `recorded`); None: a history from before that.
+    limits: dict[str, Any] | None = None
 
     def node(self, node_id: str) -> NodeState:
         """The node's state; a node no event has mentioned yet is pending."""

@@ -18,6 +18,7 @@ from executions.models import Execution, TimerKind
 from executions.projections import create_tasks
 from executions.services.advance import record_and_advance
 from executions.services.containment import TRANSIENT, contain
+from workflows.dsl.limits import decision_limits
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 
@@ -112,6 +113,9 @@ def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
             "version": execution.version.version,
             "replay_of": str(execution.replay_of_id) if execution.replay_of_id else None,
             "by": execution.created_by,
+            # The bounds decide reads, as they are now: in force for this execution from
+            # here on, whatever the settings say later (workflows/dsl/limits.py).
+            "limits": decision_limits(),
         },
     )
     record_and_advance(execution, [started, *(reuse or [])], source=Source.API)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,10 +69,52 @@ class Limits:
 
 _current = Limits()
 
+#: The bounds decide's results depend on. Recorded in each execution's workflow_started
+#: (`decision_limits`) and in force for its decisions ever after (`recorded`, in decide),
+#: so a setting changed later never makes a stored log disagree with `--verify`.
+DECISION_LIMITS = (
+    "max_expression_length",
+    "max_expression_work",
+    "max_step_work",
+    "max_rendered_bytes",
+    "max_delay_seconds",
+    "map_max_items",
+    "map_default_max_parallel",
+)
+#: An execution's recorded bounds while decide runs for it (per thread and task).
+_RECORDED: ContextVar[Limits | None] = ContextVar("recorded_limits", default=None)
+
 
 def limits() -> Limits:
-    """The bounds in force (the defaults until `configure` runs)."""
-    return _current
+    """The bounds in force: inside `recorded`, the execution's; else the settings' (the
+    defaults until `configure` runs)."""
+    return _RECORDED.get() or _current
+
+
+def decision_limits() -> dict[str, float]:
+    """The DECISION_LIMITS in force now, as an execution records them when it starts."""
+    bounds = limits()
+    return {name: getattr(bounds, name) for name in DECISION_LIMITS}
+
+
+@contextmanager
+def recorded(values: Mapping[str, Any] | None) -> Iterator[Limits]:
+    """The bounds an execution recorded at its start, in force inside the block. A history
+    that recorded none (older than the recording) gets the bounds in force, as before; a
+    name this version does not know, or a value that is not a number, is ignored."""
+    known = {
+        name: type(getattr(_current, name))(value)
+        for name, value in (values or {}).items()
+        if name in _FIELDS and isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    if not known:
+        yield limits()
+        return
+    token = _RECORDED.set(dataclasses.replace(limits(), **known))
+    try:
+        yield limits()
+    finally:
+        _RECORDED.reset(token)
 
 
 def setting_of(name: str) -> str:
@@ -92,7 +135,7 @@ def _past(name: str, what: str, got: float | None, relation: str) -> str:
     spec = _FIELDS[name]
     unit = spec.metadata["unit"]
     shown = "" if got is None else f" ({_fmt(got)}{unit})"
-    limit = _fmt(getattr(_current, name))
+    limit = _fmt(getattr(limits(), name))
     return f"{what}{shown} is {relation} {limit}{unit} (setting {spec.metadata['setting']})"
 
 
