@@ -10,6 +10,7 @@ from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.nodes import start_node
+from executions.engine.payloads import CompensationScheduled, decided
 from executions.engine.rules import is_settled
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import TaskStatus
@@ -46,7 +47,8 @@ def next_step(
         task = definition.node_for(task_id(node_id))
         current = state.nodes.get(task.id)
         if current is None or current.status == TaskStatus.PENDING:
-            scheduled = Decision(EventType.COMPENSATION_SCHEDULED, node_id, None, {"task": task.id})
+            undo = CompensationScheduled(task=task.id)
+            scheduled = decided(EventType.COMPENSATION_SCHEDULED, undo, node_id)
             attempt = (current.attempt if current else 0) + 1
             return [scheduled, *start_node(task, attempt, context, now)], False
         if not is_settled(task, current):

@@ -12,6 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from executions.engine.events import Decision, EventType
+from executions.engine.payloads import (
+    EngineErrorFact,
+    ErrorRecord,
+    Reason,
+    WorkflowFailed,
+    decided,
+    to_json,
+)
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import TASK_ACTIVE
 
@@ -26,21 +34,23 @@ def engine_error_data(exc: BaseException, where: str) -> dict[str, Any]:
         text = text[:MESSAGE_LIMIT] + "… (truncated)"
     # A NUL or a lone surrogate in the message would make the event itself unstorable.
     text = text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
-    return {"error": {"type": "EngineError", "message": text, "where": where}}
+    error = ErrorRecord("EngineError", text, details={"where": where})
+    return to_json(EngineErrorFact(error=error))
 
 
 def engine_failure(state: ExecutionState) -> list[Decision]:
     """The decisions that end an execution with a recorded engine error, in node-id order
     (the order node states were folded in is not kept by a snapshot in jsonb)."""
     cancelled = [
-        Decision(
+        decided(
             EventType.TASK_CANCELLED,
+            Reason(reason="engine error"),
             node_id,
             state.nodes[node_id].attempt or None,
-            {"reason": "engine error"},
         )
         for node_id in sorted(state.nodes)
         if state.nodes[node_id].status in TASK_ACTIVE
     ]
-    failed = Decision(EventType.WORKFLOW_FAILED, data={"error": state.engine_error})
+    error = ErrorRecord.from_json(state.engine_error) if state.engine_error else None
+    failed = decided(EventType.WORKFLOW_FAILED, WorkflowFailed(error=error))
     return [*cancelled, failed]

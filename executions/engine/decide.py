@@ -15,6 +15,19 @@ from executions.engine.context import template_context
 from executions.engine.events import Decision, EventType
 from executions.engine.fold import apply_event
 from executions.engine.nodes import start_node
+from executions.engine.payloads import (
+    ErrorRecord,
+    Reason,
+    SignalReceived,
+    TaskCompleted,
+    TaskFailed,
+    TaskRetryScheduled,
+    TaskScheduled,
+    WorkflowCompleted,
+    WorkflowFailed,
+    decided,
+    decode,
+)
 from executions.engine.retry import retry_delay, should_retry
 from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
 from executions.engine.state import ExecutionState, NodeState
@@ -80,7 +93,7 @@ def _settles_nothing(decision: Decision) -> bool:
         return True
     if decision.type != EventType.TASK_SCHEDULED:
         return False
-    kind = get_kind(decision.data.get("type"))
+    kind = get_kind(decode(TaskScheduled, decision.data).type)
     return kind is None or not kind.schedules_more
 
 
@@ -103,11 +116,10 @@ def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]
                 continue
             cancelled = True
             attempt = current.attempt if current.status in _ACTIVE else None
-            yield Decision(
-                EventType.TASK_CANCELLED, node.id, attempt, {"reason": "execution cancelled"}
-            )
+            reason = Reason(reason="execution cancelled")
+            yield decided(EventType.TASK_CANCELLED, reason, node.id, attempt)
     if not cancelled:
-        yield Decision(EventType.WORKFLOW_CANCELLED, data={"reason": "cancel requested"})
+        yield decided(EventType.WORKFLOW_CANCELLED, Reason(reason="cancel requested"))
 
 
 _ACTIVE = (TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING, TaskStatus.WAITING)
@@ -137,11 +149,11 @@ def _attend(definition: Definition, state: ExecutionState) -> Iterator[Decision]
         if current.status == TaskStatus.FAILED:
             yield from _retry(node, current, state)
         elif current.status == TaskStatus.RETRYING and current.retry_due:
-            data = {"input": current.input, "type": node.type, "retry": True}
-            yield Decision(EventType.TASK_SCHEDULED, node.id, current.attempt + 1, data)
+            again = TaskScheduled(input=current.input, type=node.type, retry=True)
+            yield decided(EventType.TASK_SCHEDULED, again, node.id, current.attempt + 1)
         elif current.status == TaskStatus.WAITING and current.timer_fired:
-            output = {"waited_until": (current.input or {}).get("due_at")}
-            yield Decision(EventType.TASK_COMPLETED, node.id, current.attempt, {"output": output})
+            waited = TaskCompleted(output={"waited_until": _due_at(current)})
+            yield decided(EventType.TASK_COMPLETED, waited, node.id, current.attempt)
         elif current.status == TaskStatus.WAITING and current.signal is not None:
             yield _answer(node.id, current.attempt, current.signal)
 
@@ -158,26 +170,30 @@ def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[De
         tries=current.tries,
         error=current.error,
     )
-    yield Decision(
-        EventType.TASK_RETRY_SCHEDULED,
-        node.id,
-        current.attempt,
-        {
-            "delay_seconds": delay,
-            "due_at": plus_seconds(state.now, delay).isoformat(),
-            "next_attempt": current.attempt + 1,
-            "error_type": (current.error or {}).get("type"),
-        },
+    retry = TaskRetryScheduled(
+        delay_seconds=delay,
+        due_at=plus_seconds(state.now, delay).isoformat(),
+        next_attempt=current.attempt + 1,
+        error_type=ErrorRecord.from_json(current.error).type if current.error else None,
     )
+    yield decided(EventType.TASK_RETRY_SCHEDULED, retry, node.id, current.attempt)
 
 
-def _answer(node_id: str, attempt: int, signal: dict) -> Decision:
-    payload = {"data": signal.get("data"), "comment": signal.get("comment"), "by": signal.get("by")}
-    if signal.get("decision") == "approve":
-        output = {"approved": True, **payload}
-        return Decision(EventType.TASK_COMPLETED, node_id, attempt, {"output": output})
-    error = {"type": "Rejected", "message": "approval rejected", "retryable": False, **payload}
-    return Decision(EventType.TASK_FAILED, node_id, attempt, {"error": error})
+def _due_at(current: NodeState) -> str | None:
+    """When a delay node's timer was due: its input is its timer_started input,
+    {"seconds" or "until", "due_at"} (engine/nodes.py)."""
+    timer = current.input
+    return timer.get("due_at") if isinstance(timer, dict) else None
+
+
+def _answer(node_id: str, attempt: int, stored: dict) -> Decision:
+    signal = decode(SignalReceived, stored)
+    answer = {"data": signal.data, "comment": signal.comment, "by": signal.by}
+    if signal.decision == "approve":
+        approved = TaskCompleted(output={"approved": True, **answer})
+        return decided(EventType.TASK_COMPLETED, approved, node_id, attempt)
+    error = ErrorRecord("Rejected", "approval rejected", retryable=False, details=answer)
+    return decided(EventType.TASK_FAILED, TaskFailed(error=error), node_id, attempt)
 
 
 def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
@@ -220,7 +236,7 @@ def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
 
 
 def _skip(node_id: str, reason: str, attempt: int) -> Decision:
-    return Decision(EventType.TASK_SKIPPED, node_id, attempt or None, {"reason": reason})
+    return decided(EventType.TASK_SKIPPED, Reason(reason=reason), node_id, attempt or None)
 
 
 def _failing(definition: Definition, state: ExecutionState) -> bool:
@@ -245,12 +261,12 @@ def _busy(definition: Definition, state: ExecutionState) -> bool:
 def _finish(definition: Definition, state: ExecutionState, failing: bool) -> Decision:
     if failing:
         failed = [n.id for n in definition.nodes if failed_for_good(n, state.node(n.id))]
-        first = state.node(failed[0])
-        error = {"message": f"node '{failed[0]}' failed", "nodes": failed, "cause": first.error}
+        details = {"nodes": failed, "cause": state.node(failed[0]).error}
         undone = compensation.summary(definition, state)
         if undone:
-            error["compensations"] = undone
-        return Decision(EventType.WORKFLOW_FAILED, data={"error": error})
+            details["compensations"] = undone
+        error = ErrorRecord(message=f"node '{failed[0]}' failed", details=details)
+        return decided(EventType.WORKFLOW_FAILED, WorkflowFailed(error=error))
     context = template_context(state)
     try:
         if definition.output is None:
@@ -258,6 +274,6 @@ def _finish(definition: Definition, state: ExecutionState, failing: bool) -> Dec
         else:
             output = render(definition.output, context)
     except TemplateError as exc:
-        error = {"type": "TemplateError", "message": f"output: {exc}"}
-        return Decision(EventType.WORKFLOW_FAILED, data={"error": error})
-    return Decision(EventType.WORKFLOW_COMPLETED, data={"output": output})
+        error = ErrorRecord("TemplateError", f"output: {exc}")
+        return decided(EventType.WORKFLOW_FAILED, WorkflowFailed(error=error))
+    return decided(EventType.WORKFLOW_COMPLETED, WorkflowCompleted(output=output))

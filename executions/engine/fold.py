@@ -1,11 +1,14 @@
-"""fold(events) -> state: a table of transitions, one function per event type."""
+"""fold(events) -> state: a table of transitions, one function per event type.
+
+Each handler reads its event's typed payload (engine/payloads.py), never the raw dict.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
 
+from executions.engine import payloads as p
 from executions.engine.events import Event, EventType
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
@@ -44,23 +47,25 @@ def _current(state: ExecutionState, event: Event) -> NodeState | None:
 
 
 def _workflow_started(state: ExecutionState, event: Event) -> None:
+    payload = p.decode(p.WorkflowStarted, event.data)
     state.status = ExecutionStatus.RUNNING
-    state.input = event.data.get("input")
-    state.limits = event.data.get("limits")
+    state.input = payload.input
+    state.limits = payload.limits
     state.started_at = event.timestamp
 
 
 def _task_scheduled(state: ExecutionState, event: Event) -> None:
+    payload = p.decode(p.TaskScheduled, event.data)
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or node.attempt + 1
-    node.input = event.data.get("input")
+    node.input = payload.input
     node.retry_due = False
     node.next_retry_at = None
     node.error = None
     # The kind says what scheduling makes of the node (an approval waits for a signal, a
     # map runs in the orchestrator while its items do); a kind this engine does not know
     # (a history from another version) is taken as a worker's.
-    kind = get_kind(event.data.get("type"))
+    kind = get_kind(payload.type)
     node.status = kind.scheduled_status if kind is not None else TaskStatus.SCHEDULED
     if node.status != TaskStatus.SCHEDULED and node.started_at is None:
         node.started_at = event.timestamp
@@ -88,18 +93,18 @@ def _settle(state: ExecutionState, event: Event, status: TaskStatus) -> NodeStat
 def _task_completed(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.SUCCEEDED)
     if node is not None:
-        node.output = event.data.get("output")
+        node.output = p.decode(p.TaskCompleted, event.data).output
         node.error = None
         node.completed_seq = event.seq
 
 
-def _failed(default: dict[str, Any]) -> Callable[[ExecutionState, Event], None]:
+def _failed(default: p.ErrorRecord) -> Callable[[ExecutionState, Event], None]:
     """task_failed and task_timed_out: both fail the attempt, the policy decides what next."""
 
     def handler(state: ExecutionState, event: Event) -> None:
         node = _settle(state, event, TaskStatus.FAILED)
         if node is not None:
-            node.error = event.data.get("error") or dict(default)
+            node.error = (p.decode(p.TaskFailed, event.data).error or default).to_json()
 
     return handler
 
@@ -108,7 +113,7 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.RETRYING
     node.retry_count += 1
-    due = event.data.get("due_at")
+    due = p.decode(p.TaskRetryScheduled, event.data).due_at
     node.next_retry_at = datetime.fromisoformat(due) if isinstance(due, str) else due
     node.retry_due = False
 
@@ -116,21 +121,21 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
 def _task_skipped(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.SKIPPED
-    node.reason = event.data.get("reason")
+    node.reason = p.decode(p.Reason, event.data).reason
     node.ended_at = event.timestamp
 
 
 def _task_cancelled(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.CANCELLED)
     if node is not None:
-        node.reason = event.data.get("reason")
+        node.reason = p.decode(p.Reason, event.data).reason
 
 
 def _timer_started(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or 1
     node.status = TaskStatus.WAITING
-    node.input = event.data.get("input")
+    node.input = p.decode(p.TimerStarted, event.data).input
     node.timer_fired = False
     if node.started_at is None:
         node.started_at = event.timestamp
@@ -138,7 +143,7 @@ def _timer_started(state: ExecutionState, event: Event) -> None:
 
 def _timer_fired(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
-    if event.data.get("kind") == "retry":
+    if p.decode(p.TimerFired, event.data).kind == "retry":
         if node.status == TaskStatus.RETRYING and event.attempt == node.attempt + 1:
             node.retry_due = True
     elif node.status == TaskStatus.WAITING and event.attempt == node.attempt:
@@ -148,7 +153,9 @@ def _timer_fired(state: ExecutionState, event: Event) -> None:
 def _signal_received(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     if node.status == TaskStatus.WAITING and node.signal is None:
-        node.signal = dict(event.data)
+        # Kept in its stored form: the state is plain JSON (snapshots); decide reads it
+        # back as a SignalReceived.
+        node.signal = p.to_json(p.decode(p.SignalReceived, event.data))
 
 
 def _retry_requested(state: ExecutionState, event: Event) -> None:
@@ -159,7 +166,7 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = False
     # An operator's retry after an engine error is a fresh try (the cause may be fixed).
     state.engine_error = None
-    for node_id in event.data.get("nodes", []):
+    for node_id in p.decode(p.RetryRequested, event.data).nodes:
         node = state.node(node_id)
         node.attempt_base = node.attempt
         node.retry_count = 0
@@ -179,15 +186,20 @@ def _cancel_requested(state: ExecutionState, event: Event) -> None:
 
 def _engine_error(state: ExecutionState, event: Event) -> None:
     if state.status not in EXECUTION_TERMINAL and state.engine_error is None:
-        state.engine_error = event.data.get("error") or {"type": "EngineError", "message": "?"}
+        error = p.decode(p.EngineErrorFact, event.data).error
+        state.engine_error = (error or p.ErrorRecord("EngineError", "?")).to_json()
 
 
-def _ended(status: ExecutionStatus) -> Callable[[ExecutionState, Event], None]:
+def _ended(
+    status: ExecutionStatus, kind: type[p.WorkflowCompleted | p.WorkflowFailed | p.Reason]
+) -> Callable[[ExecutionState, Event], None]:
     def handler(state: ExecutionState, event: Event) -> None:
+        payload = p.decode(kind, event.data)
         state.status = status
         state.ended_at = event.timestamp
-        state.output = event.data.get("output")
-        state.error = event.data.get("error")
+        state.output = payload.output if isinstance(payload, p.WorkflowCompleted) else None
+        error = payload.error if isinstance(payload, p.WorkflowFailed) else None
+        state.error = error.to_json() if error is not None else None
 
     return handler
 
@@ -197,10 +209,8 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.TASK_SCHEDULED: _task_scheduled,
     EventType.TASK_STARTED: _task_started,
     EventType.TASK_COMPLETED: _task_completed,
-    EventType.TASK_FAILED: _failed({"type": "Error", "message": "failed"}),
-    EventType.TASK_TIMED_OUT: _failed(
-        {"type": "Timeout", "message": "attempt timed out", "retryable": True}
-    ),
+    EventType.TASK_FAILED: _failed(p.ErrorRecord("Error", "failed")),
+    EventType.TASK_TIMED_OUT: _failed(p.ErrorRecord("Timeout", "attempt timed out", True)),
     EventType.TASK_RETRY_SCHEDULED: _task_retry_scheduled,
     EventType.TASK_SKIPPED: _task_skipped,
     EventType.TASK_CANCELLED: _task_cancelled,
@@ -210,7 +220,7 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.RETRY_REQUESTED: _retry_requested,
     EventType.WORKFLOW_CANCEL_REQUESTED: _cancel_requested,
     EventType.ENGINE_ERROR: _engine_error,
-    EventType.WORKFLOW_COMPLETED: _ended(ExecutionStatus.SUCCEEDED),
-    EventType.WORKFLOW_FAILED: _ended(ExecutionStatus.FAILED),
-    EventType.WORKFLOW_CANCELLED: _ended(ExecutionStatus.CANCELLED),
+    EventType.WORKFLOW_COMPLETED: _ended(ExecutionStatus.SUCCEEDED, p.WorkflowCompleted),
+    EventType.WORKFLOW_FAILED: _ended(ExecutionStatus.FAILED, p.WorkflowFailed),
+    EventType.WORKFLOW_CANCELLED: _ended(ExecutionStatus.CANCELLED, p.Reason),
 }

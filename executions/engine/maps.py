@@ -19,6 +19,7 @@ from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.nodes import start_node
+from executions.engine.payloads import ErrorRecord, Reason, TaskCompleted, TaskFailed, decided
 from executions.engine.rules import failed_for_good
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import TASK_ACTIVE, TaskStatus
@@ -123,7 +124,7 @@ def _progress_one(
             continue
         settled = False  # skipped or started now: settled at the next step at the earliest
         if failed:
-            yield Decision(EventType.TASK_SKIPPED, cid, None, {"reason": "another item failed"})
+            yield decided(EventType.TASK_SKIPPED, Reason(reason="another item failed"), cid)
         elif room > 0:
             room -= 1
             scope = {**context, "item": items[index], "index": index}
@@ -133,14 +134,13 @@ def _progress_one(
         return
     attempt = state.node(node.id).attempt
     if failed:
-        error = {
-            "type": "MapItemFailed",
-            "retryable": False,
-            "items": failed,
-            "message": f"item {failed[0]} failed",
-            "cause": state.node(failed[0]).error,
-        }
-        yield Decision(EventType.TASK_FAILED, node.id, attempt, {"error": error})
+        error = ErrorRecord(
+            "MapItemFailed",
+            f"item {failed[0]} failed",
+            retryable=False,
+            details={"items": failed, "cause": state.node(failed[0]).error},
+        )
+        yield decided(EventType.TASK_FAILED, TaskFailed(error=error), node.id, attempt)
     else:
-        output = [state.node(cid).output for cid in ids]
-        yield Decision(EventType.TASK_COMPLETED, node.id, attempt, {"output": output})
+        output = TaskCompleted(output=[state.node(cid).output for cid in ids])
+        yield decided(EventType.TASK_COMPLETED, output, node.id, attempt)

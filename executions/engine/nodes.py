@@ -11,6 +11,15 @@ from datetime import datetime
 from typing import Any
 
 from executions.engine.events import Decision, EventType
+from executions.engine.payloads import (
+    ErrorRecord,
+    Reason,
+    TaskCompleted,
+    TaskFailed,
+    TaskScheduled,
+    TimerStarted,
+    decided,
+)
 from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Node
 from workflows.dsl.templates import TemplateError, search
@@ -30,7 +39,7 @@ def start_node(
 ) -> Iterator[Decision]:
     try:
         if node.when is not None and not search(node.when, context):
-            yield Decision(EventType.TASK_SKIPPED, node.id, None, {"reason": "when is false"})
+            yield decided(EventType.TASK_SKIPPED, Reason(reason="when is false"), node.id)
             return
         kind = get_kind(node.type)
         if kind is None:
@@ -38,8 +47,8 @@ def start_node(
         yield _recorded(node, attempt, kind.start(node, context, now), now)
     except (TemplateError, _Unsupported, ValueError, TypeError) as exc:
         error_type = "TemplateError" if isinstance(exc, TemplateError) else type(exc).__name__
-        error = {"type": error_type, "message": str(exc), "retryable": False}
-        yield Decision(EventType.TASK_FAILED, node.id, attempt, {"error": error})
+        error = ErrorRecord(error_type, str(exc), retryable=False)
+        yield decided(EventType.TASK_FAILED, TaskFailed(error=error), node.id, attempt)
 
 
 def _recorded(
@@ -48,12 +57,14 @@ def _recorded(
     """The event a kind's start is recorded as."""
     if isinstance(start, Wait):
         due = start.due if start.due is not None else plus_seconds(now, start.seconds)
-        data = {"input": {**start.input, "due_at": due.isoformat()}}
-        return Decision(EventType.TIMER_STARTED, node.id, attempt, data)
+        timer = TimerStarted(input={**start.input, "due_at": due.isoformat()})
+        return decided(EventType.TIMER_STARTED, timer, node.id, attempt)
     if isinstance(start, Complete):
-        return Decision(EventType.TASK_COMPLETED, node.id, attempt, {"output": start.output})
-    data = {"input": start.input, "type": node.type}
-    return Decision(EventType.TASK_SCHEDULED, node.id, attempt, data)
+        return decided(
+            EventType.TASK_COMPLETED, TaskCompleted(output=start.output), node.id, attempt
+        )
+    scheduled = TaskScheduled(input=start.input, type=node.type)
+    return decided(EventType.TASK_SCHEDULED, scheduled, node.id, attempt)
 
 
 class _Unsupported(Exception):
