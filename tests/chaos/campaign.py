@@ -101,10 +101,13 @@ class Campaign:
 
     def _client(self):
         from django.contrib.auth import get_user_model
+        from django.contrib.auth.models import Group
         from rest_framework.authtoken.models import Token
         from rest_framework.test import APIClient
 
         user = get_user_model().objects.create_user(username="chaos", password="chaos-pw")
+        # Writes the DAG and starts executions: the shipped roles that may (workflows.roles).
+        user.groups.set(Group.objects.filter(name__in=["author", "operator"]))
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
         return client
