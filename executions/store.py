@@ -162,8 +162,11 @@ class UnitOfWork:
         self.execution, self.state = execution, state
         self.now = now or timezone.now()
         self.outbox = messages.Outbox()
+        #: The definition decide read, if it did: map items' Task rows are created from it.
+        self.definition: Definition | None = None
         self._rows: list[Event] = []
         self._appended: list[Decision] = []
+        self._applied = 0
 
     def append(self, decisions: Sequence[Decision], *, source: Source) -> None:
         """Fold `decisions` into the state as events from `source`, and stage their rows."""
@@ -184,14 +187,20 @@ class UnitOfWork:
             execution.last_seq, execution.last_hash = seq, digest
         self._appended.extend(decisions)
 
-    def commit(self, *, decided: bool, definition: Definition | None = None) -> None:
+    def apply_effects(self) -> None:
+        """Create the rows what was appended so far calls for, before the commit: a worker
+        that claims an attempt its own result scheduled does so in the same unit."""
+        applied = self._appended[self._applied :]
+        apply_effects(self.execution, applied, self.now, self.outbox)
+        self._applied = len(self._appended)
+
+    def commit(self, *, decided: bool) -> None:
         """Write what was appended. `decided`: every event up to now was decided upon (the
-        sweeper advances executions whose decided_seq lags). `definition`: to create the
-        Task rows of map items that first appear."""
+        sweeper advances executions whose decided_seq lags)."""
         execution, state = self.execution, self.state
         if self._rows:
             Event.objects.bulk_create(self._rows)
-        apply_effects(execution, self._appended, self.now, self.outbox)
+        self.apply_effects()
         if decided:
             execution.decided_seq = execution.last_seq
         snapshot = _due_for_snapshot(execution, state)
@@ -199,8 +208,8 @@ class UnitOfWork:
             execution.snapshot = state.to_dict()
             execution.snapshot_seq = state.last_seq
         save_execution(execution, state, snapshot=snapshot)
-        project_tasks(execution, state, touched_nodes(self._appended), definition)
-        self._rows, self._appended = [], []
+        project_tasks(execution, state, touched_nodes(self._appended), self.definition)
+        self._rows, self._appended, self._applied = [], [], 0
 
 
 def _due_for_snapshot(execution: Execution, state: ExecutionState) -> bool:

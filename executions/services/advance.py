@@ -23,7 +23,9 @@ def execution_advance(*, execution_id: object) -> int:
     with transaction.atomic():
         execution = store.lock_execution(execution_id)
         work = store.UnitOfWork(execution, store.load_state(execution))
-        return decide_and_commit(work)
+        decided = decide_into(work)
+        work.commit(decided=True)
+        return decided
 
 
 def record_and_advance(
@@ -34,18 +36,30 @@ def record_and_advance(
     state: ExecutionState | None = None,
 ) -> ExecutionState:
     """Append facts (results, timer firings, signals), then decide upon them. Inside the lock."""
-    work = store.UnitOfWork(execution, state or store.load_state(execution))
-    work.append(facts, source=source)
-    decide_and_commit(work)
+    work = record_and_decide(execution, facts, source=source, state=state)
+    work.commit(decided=True)
     return work.state
 
 
-def decide_and_commit(work: store.UnitOfWork) -> int:
-    """Decide upon the unit's state, append the decisions and commit it all. Returns the
-    number of decisions."""
-    definition, decisions = _decide(work.execution, work.state)
+def record_and_decide(
+    execution: Execution,
+    facts: Sequence[Decision],
+    *,
+    source: Source,
+    state: ExecutionState | None = None,
+) -> store.UnitOfWork:
+    """record_and_advance, short of the commit: the caller may add to the same unit (a
+    worker claiming the attempt its result scheduled) and then commits it, decided."""
+    work = store.UnitOfWork(execution, state or store.load_state(execution))
+    work.append(facts, source=source)
+    decide_into(work)
+    return work
+
+
+def decide_into(work: store.UnitOfWork) -> int:
+    """Decide upon the unit's state and append the decisions. Returns how many."""
+    work.definition, decisions = _decide(work.execution, work.state)
     work.append(decisions, source=Source.ENGINE)
-    work.commit(decided=True, definition=definition)
     return len(decisions)
 
 

@@ -21,9 +21,8 @@ from executions import store
 from executions.definitions import definition_for
 from executions.engine.context import template_context
 from executions.engine.events import Decision, EventType, Source
-from executions.engine.state import ExecutionState
-from executions.models import Attempt, AttemptStatus, Execution
-from executions.services.advance import record_and_advance
+from executions.models import Attempt, AttemptStatus
+from executions.services.advance import record_and_decide
 from executions.services.recorded import recordable
 from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
@@ -46,23 +45,21 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         if row is None:
             return None
         execution = store.lock_execution(row["execution_id"])
-        state = store.load_state(execution)
-        return _claim_locked(
-            execution, state, attempt_id, row["node_id"], row["attempt"], worker_id
-        )
+        caught_up = execution.decided_seq == execution.last_seq
+        work = store.UnitOfWork(execution, store.load_state(execution))
+        claimed = _claim_into(work, attempt_id, row["node_id"], row["attempt"], worker_id)
+        if claimed is not None:
+            work.commit(decided=caught_up)  # task_started asks for no decision
+        return claimed
 
 
-def _claim_locked(
-    execution: Execution,
-    state: ExecutionState,
-    attempt_id: int,
-    node_id: str,
-    attempt: int,
-    worker_id: str,
+def _claim_into(
+    work: store.UnitOfWork, attempt_id: int, node_id: str, attempt: int, worker_id: str
 ) -> Claimed | None:
-    """scheduled -> running with one conditional UPDATE, and task_started. Inside the lock."""
+    """scheduled -> running with one conditional UPDATE, and task_started appended to the
+    unit (the caller commits it). Inside the lock."""
+    execution, state, now = work.execution, work.state, work.now
     node = definition_for(execution.version_id).node_for(node_id)
-    now = timezone.now()
     lease = lease_seconds_for(node)
     deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None
     claimed = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
@@ -75,10 +72,7 @@ def _claim_locked(
     if not claimed:
         return None
     started = Decision(EventType.TASK_STARTED, node.id, attempt, {"worker": worker_id})
-    caught_up = execution.decided_seq == execution.last_seq
-    work = store.UnitOfWork(execution, state, now=now)
     work.append([started], source=Source.WORKER)
-    work.commit(decided=caught_up)  # task_started asks for no decision
     return Claimed(
         attempt_id=attempt_id,
         execution_id=str(execution.pk),
@@ -196,25 +190,23 @@ def _finish(
             if not mine.update(status=status, finished_at=timezone.now()):
                 return False, None
             result = Decision(event_type, row.node_id, row.attempt, data)
-            state = record_and_advance(execution, [result], source=source)
-            if claim_next_for is None:
-                return True, None
-            waiting = (
-                Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
-                .order_by("pk")
-                .values("pk", "node_id", "attempt")
-                .first()
-            )
-            if waiting is None:
-                return True, None
-            nxt = _claim_locked(
-                execution,
-                state,
-                waiting["pk"],
-                waiting["node_id"],
-                waiting["attempt"],
-                claim_next_for,
-            )
+            work = record_and_decide(execution, [result], source=source)
+            nxt = None
+            if claim_next_for is not None:
+                # The next attempt is claimed in the same unit: one INSERT of the events,
+                # one UPDATE of the execution and of each task, for both steps.
+                work.apply_effects()  # the attempts just scheduled get their rows
+                waiting = (
+                    Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
+                    .order_by("pk")
+                    .values("pk", "node_id", "attempt")
+                    .first()
+                )
+                if waiting is not None:
+                    nxt = _claim_into(
+                        work, waiting["pk"], waiting["node_id"], waiting["attempt"], claim_next_for
+                    )
+            work.commit(decided=True)
             return True, nxt
     except IntegrityError:
         # The constraint saw a second result for this attempt: someone recorded it first.

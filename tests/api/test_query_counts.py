@@ -17,7 +17,11 @@ from executions.engine.state import ExecutionState
 from executions.models import Attempt, Event, Execution
 from executions.projections import create_tasks, project
 from executions.services.advance import execution_advance
-from executions.services.attempts import attempt_claim, attempt_complete
+from executions.services.attempts import (
+    attempt_claim,
+    attempt_complete,
+    attempt_complete_and_claim_next,
+)
 from executions.services.start import execution_start
 from tests.factories import make_version
 from workflows.dsl.limits import overridden
@@ -28,6 +32,9 @@ pytestmark = pytest.mark.django_db
 START_QUERIES = 10
 CLAIM_QUERIES = 10
 COMPLETE_QUERIES = 12
+#: A success that claims the execution's next attempt (eager dispatch): one unit of work,
+#: so one INSERT of the events and one UPDATE of the execution for both (16 before).
+COMPLETE_AND_CLAIM_NEXT_QUERIES = 14
 ADVANCE_QUERIES = 8
 
 ONE_NODE = {"nodes": [{"id": "only", "type": "function", "function": "std.noop"}]}
@@ -52,6 +59,24 @@ def test_one_node_life_cycle(django_assert_max_num_queries) -> None:
     with django_assert_max_num_queries(COMPLETE_QUERIES):
         assert attempt_complete(attempt_id=attempt.pk, worker_id="w", output=None)
     assert Attempt.objects.filter(execution=execution, node_id="b").exists()
+
+
+def test_eager_dispatch_claims_the_next_attempt_in_the_same_unit_of_work(
+    django_assert_max_num_queries,
+) -> None:
+    version = make_version(TWO_NODES)
+    definition_for(version.pk)
+    execution, _ = execution_start(version=version, input={})
+    attempt = Attempt.objects.get(execution=execution, node_id="a")
+    assert attempt_claim(attempt_id=attempt.pk, worker_id="w") is not None
+    with django_assert_max_num_queries(COMPLETE_AND_CLAIM_NEXT_QUERIES):
+        claimed = attempt_complete_and_claim_next(attempt_id=attempt.pk, worker_id="w", output=1)
+    assert claimed is not None and claimed.node.id == "b" and claimed.input is None
+    kinds = list(Event.objects.filter(execution=execution).order_by("seq").values_list("type"))
+    assert [k for (k,) in kinds][-3:] == ["task_completed", "task_scheduled", "task_started"]
+    execution.refresh_from_db()
+    assert execution.decided_seq == execution.last_seq == len(kinds)
+    assert Attempt.objects.get(pk=claimed.attempt_id).status == "running"
 
 
 def test_a_duplicate_claim_takes_no_lock(django_assert_max_num_queries) -> None:
