@@ -70,7 +70,7 @@ def insert_history(version, size: int):
     state = ExecutionState(str(execution_id))
     for event in events:  # fold in place (fold() would copy)
         apply_event(state, event)
-    # Chained as store.append would (executions/engine/chain.py): --verify checks it.
+    # Chained as store.UnitOfWork would (executions/engine/chain.py): --verify checks it.
     hashes, previous = [], GENESIS
     for e in events:
         previous = event_hash(

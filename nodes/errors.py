@@ -1,6 +1,7 @@
 """Errors a node raises to report how its attempt ended.
 
-Plain Python, no Django: the node task (nodes/tasks.py) turns these into events.
+Plain Python, no Django: the worker runtime (executions/worker/runtime.py) turns these
+into events.
 """
 
 from __future__ import annotations

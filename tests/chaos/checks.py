@@ -211,7 +211,7 @@ def timeout_causes(
 
 _SWEEP = re.compile(r"Task executions\.tasks\.sweep\[[^\]]+\] succeeded in [^:]+: (\{.*\})")
 _ERROR = re.compile(r"Task ([\w.]+)\[[^\]]+\] raised unexpected: (\w+)")
-#: Warnings of nodes/tasks.py: a worker kept going through a database outage.
+#: Warnings of executions/worker/runtime.py: a worker kept going through a database outage.
 _RETRIED = {"lease renewal of attempt": "lease renewals", "recording attempt": "results"}
 
 
