@@ -19,7 +19,7 @@ from executions.projections import create_tasks
 from executions.services.advance import record_and_advance
 from executions.services.containment import TRANSIENT, contain
 from workflows.dsl.limits import decision_limits
-from workflows.models import WorkflowDefinition, WorkflowVersion
+from workflows.models import WorkflowVersion
 
 
 class IdempotencyConflict(Exception):
@@ -145,10 +145,3 @@ def _by_key(key: str, fingerprint: str) -> Execution | None:
             f"(execution {existing.id}); use a new key for a new execution"
         )
     return existing
-
-
-def resolve_version(workflow: WorkflowDefinition, version: int | None) -> WorkflowVersion:
-    versions = workflow.versions.all()
-    if version is None:
-        return versions.order_by("-version").first()
-    return versions.get(version=version)
