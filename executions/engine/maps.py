@@ -27,6 +27,8 @@ from workflows.dsl import Definition, Node
 from workflows.dsl.limits import limits
 from workflows.dsl.model import COMPENSATION_SUFFIX
 from workflows.kinds import get_kind
+from workflows.kinds.base import spec_of
+from workflows.kinds.map import MapSpec
 
 #: An item in one of these will not change again unless an operator retries it, and
 #: decide has nothing to do for it outside this module.
@@ -84,7 +86,7 @@ def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
 
 
 def max_parallel(node: Node) -> int:
-    return node.max_parallel or limits().map_default_max_parallel
+    return spec_of(node, MapSpec).max_parallel or limits().map_default_max_parallel
 
 
 def progress(

@@ -24,6 +24,8 @@ from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.advance import record_and_advance
 from executions.services.attempts import Claimed, attempt_complete, attempt_fail, attempt_park
 from executions.services.start import execution_start
+from workflows.kinds.base import spec_of
+from workflows.kinds.workflow import WorkflowSpec
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +53,18 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
     from workflows.models import WorkflowVersion
 
     node = claimed.node
-    versions = WorkflowVersion.objects.filter(workflow__name=node.workflow).order_by("-version")
-    version = versions.filter(version=node.version).first() if node.version else versions.first()
+    spec = spec_of(node, WorkflowSpec)
+    versions = WorkflowVersion.objects.filter(workflow__name=spec.workflow).order_by("-version")
+    version = versions.filter(version=spec.version).first() if spec.version else versions.first()
     if version is None:
-        message = f"no workflow '{node.workflow}' version {node.version or 'latest'}"
+        message = f"no workflow '{spec.workflow}' version {spec.version or 'latest'}"
         _refuse(claimed, worker_id, "UnknownWorkflow", message)
         return
     parent = Execution.objects.get(pk=claimed.execution_id)
     limit = settings.WORKFLOW_MAX_DEPTH
     if parent.depth + 1 > limit:
         message = (
-            f"node '{node.id}': starting workflow '{node.workflow}' would nest sub-workflows "
+            f"node '{node.id}': starting workflow '{spec.workflow}' would nest sub-workflows "
             f"{parent.depth + 1} deep, past WORKFLOW_MAX_DEPTH={limit} (a workflow that "
             "calls itself, directly or through others?)"
         )

@@ -19,6 +19,8 @@ from executions.models import Execution, Timer, TimerKind
 from executions.services.advance import record_and_advance
 from executions.services.start import execution_start
 from workflows.kinds import get_kind
+from workflows.kinds.approval import ApprovalSpec
+from workflows.kinds.base import spec_of
 
 
 class NotAllowed(Exception):
@@ -79,10 +81,11 @@ def signal_send(
         kind = get_kind(node.type)
         if kind is None or not kind.approvable:
             raise NotAllowed(f"node '{node_id}' is a {node.type} node, not an approval")
-        if node.approvers and not may_approve(by, node.approvers):
+        approvers = spec_of(node, ApprovalSpec).approvers
+        if approvers and not may_approve(by, approvers):
             raise NotAnApprover(
                 f"node '{node_id}' may be approved or rejected only by "
-                f"{', '.join(node.approvers)}; {by or 'an anonymous caller'} is none of them"
+                f"{', '.join(approvers)}; {by or 'an anonymous caller'} is none of them"
             )
         state = store.load_state(execution)
         current = state.node(node_id)

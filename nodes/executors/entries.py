@@ -10,12 +10,15 @@ from django.conf import settings
 
 from nodes.context import NodeContext
 from workflows.dsl import Node
+from workflows.kinds.base import spec_of
+from workflows.kinds.function import FunctionSpec
+from workflows.kinds.http import HttpSpec
 
 
 def function(node: Node, payload: Any, ctx: NodeContext) -> Any:
     from nodes.executors.function import run_function
 
-    return run_function(node.function or "", payload, ctx)
+    return run_function(spec_of(node, FunctionSpec).function or "", payload, ctx)
 
 
 def http(node: Node, payload: Any, ctx: NodeContext) -> Any:
@@ -24,7 +27,7 @@ def http(node: Node, payload: Any, ctx: NodeContext) -> Any:
     return run_http(
         payload,
         ctx,
-        success_status=node.success_status,
+        success_status=spec_of(node, HttpSpec).success_status,
         allowed_hosts=settings.WORKFLOW_HTTP_ALLOWED_HOSTS,
         timeout=node.timeout_seconds,
     )

@@ -20,7 +20,10 @@ from workflows.dsl import (
 )
 from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
 from workflows.dsl.policy import POLICY_FIELDS
-from workflows.kinds.http import REQUEST_FIELDS
+from workflows.kinds.delay import DelaySpec
+from workflows.kinds.http import REQUEST_FIELDS, HttpSpec
+from workflows.kinds.map import MapSpec
+from workflows.kinds.workflow import WorkflowSpec
 
 
 def fn(node_id: str, **fields: Any) -> dict[str, Any]:
@@ -717,8 +720,9 @@ def test_accepts_the_contract_example() -> None:
     workspace = definition.by_id["workspace"]
     assert workspace.type == "http"
     assert workspace.depends_on == ("verify",)
-    assert workspace.request is not None and workspace.request["method"] == "POST"
-    assert definition.by_id["cool_off"].seconds == 300.0
+    assert isinstance(workspace.spec, HttpSpec) and workspace.spec.request is not None
+    assert workspace.spec.request["method"] == "POST"
+    assert definition.by_id["cool_off"].spec == DelaySpec(seconds=300.0)
     assert definition.by_id["verify"].input == {"user": "{{ input.user_id }}"}
     assert definition.retry_policy == RetryPolicy(max_attempts=3, max_interval_seconds=300)
     assert definition.output == "{{ nodes.team.output }}"
@@ -754,12 +758,13 @@ def test_normalizes_and_merges() -> None:
     )
     definition = parse_definition(raw)
     fetch, fan, undoable = (definition.by_id[k] for k in ("fetch", "fan", "undoable"))
-    assert fetch.request == {"method": "POST", "url": "{{ input.url }}"}
-    assert fetch.success_status == (201,)
-    assert fan.items == "nodes.fetch.output.items"
-    assert fan.max_parallel == 4
-    assert fan.node is not None and fan.node.retry_policy.max_attempts == 7
-    assert fan.node.retry_policy.initial_interval_seconds == 2.0
+    assert fetch.spec == HttpSpec({"method": "POST", "url": "{{ input.url }}"}, (201,))
+    assert isinstance(fan.spec, MapSpec)
+    assert fan.spec.items == "nodes.fetch.output.items"
+    assert fan.spec.max_parallel == 4
+    item = fan.spec.node
+    assert item is not None and item.retry_policy.max_attempts == 7
+    assert item.retry_policy.initial_interval_seconds == 2.0
     assert undoable.trigger_rule == "all_done"
     assert undoable.when == "nodes.fetch.output.ok && length(input.xs) > `0`"
     assert undoable.retry_policy == RetryPolicy(
@@ -770,9 +775,9 @@ def test_normalizes_and_merges() -> None:
     )
     assert undoable.compensation is not None
     assert undoable.compensation.retry_policy == definition.retry_policy
-    assert definition.by_id["wait"].until == "2030-01-01T09:00:00Z"
+    assert definition.by_id["wait"].spec == DelaySpec(until="2030-01-01T09:00:00Z")
     child = definition.by_id["child"]
-    assert (child.workflow, child.version, child.input) == ("child-flow", 2, {"a": 1})
+    assert (child.spec, child.input) == (WorkflowSpec("child-flow", 2), {"a": 1})
     assert definition.by_id["ok"].timeout_seconds == 3600.0
 
 

@@ -33,11 +33,11 @@ class NoopKind(NodeKind):
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
+    ) -> str | None:
         note = raw.get("note")
         if note is not None and not isinstance(note, str):
             c.add("must be a string", node=place.scope.node, field=place.prefix + "note")
-        return {"spec": note}
+        return note
 
     def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Complete:
         return Complete({"note": node.spec})

@@ -56,7 +56,8 @@ def build_body(c: Collector, raw: object, place: Place) -> NodeBody | None:
 
 
 def parse_body(c: Collector, raw: Mapping[str, Any], place: Place) -> dict[str, Any]:
-    """Keyword arguments for NodeBody (or Node, with the graph fields added)."""
+    """Keyword arguments for NodeBody (or Node, with the graph fields added); the kind's
+    own fields go to `spec`, as its kind parses them."""
     node, p = place.scope.node, place.prefix
     kind = raw.get("type")
     found = get_kind(kind)
@@ -88,7 +89,7 @@ def parse_body(c: Collector, raw: Mapping[str, Any], place: Place) -> dict[str, 
             seconds = c.number(raw[key], node=node, field=p + key, exclusive=True)
             kwargs[key] = c.within(seconds, bound, node=node, field=p + key)
     if found is not None:
-        kwargs.update(found.parse(c, raw, place, kwargs["retry_policy"]))
+        kwargs["spec"] = found.parse(c, raw, place, kwargs["retry_policy"])
     return kwargs
 
 

@@ -36,33 +36,14 @@ class NodeBody:
     """What a node does, without its place in the graph.
 
     Used as-is for `compensation` and for a `map` node's per-item `node`; `Node`
-    adds the graph fields. Type-specific fields are None where they do not apply.
+    adds the graph fields. What only one type has is in `spec`, its kind's own frozen
+    object (workflows/kinds/<type>.py: FunctionSpec, HttpSpec, DelaySpec, ...).
     """
 
     type: str
     #: Any JSON; templates are resolved when the node is scheduled.
     input: JSON = None
-    #: function: the registered function name.
-    function: str | None = None
-    #: http: method, url, headers, params, json or body (templates allowed anywhere).
-    request: Mapping[str, JSON] | None = None
-    #: http: accepted status codes; None means any 2xx.
-    success_status: tuple[int, ...] | None = None
-    #: delay: seconds to wait, or an ISO 8601 instant to wait until.
-    seconds: float | None = None
-    until: str | None = None
-    #: workflow: the child workflow's name and optional pinned version.
-    workflow: str | None = None
-    version: int | None = None
-    #: map: an expression that yields the list of items, the per-item body, and parallelism.
-    items: str | None = None
-    node: NodeBody | None = None
-    max_parallel: int | None = None
-    #: approval: who may answer ("group:<name>", "user:<username>"); None: anyone with
-    #: the executions.approve_task permission.
-    approvers: tuple[str, ...] | None = None
-    #: What a kind's own fields parse to, for kinds that have no attribute of their own
-    #: above (workflows/kinds/: a kind added by one module keeps its fields here).
+    #: The kind's own fields, as its kind parsed them (None: a kind without any).
     spec: Any = None
     #: The effective policy: the node's override merged over the definition's.
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
@@ -133,7 +114,9 @@ class Definition:
         """Each map's per-item body as a Node, built once: decide looks up every item of
         a map on every call, and building a Node field by field cost ~12 µs an item."""
         return {
-            node.id: _as_node(node.node, node.id) for node in self.nodes if node.node is not None
+            node.id: _as_node(node.spec.node, node.id)
+            for node in self.nodes
+            if getattr(node.spec, "node", None) is not None  # a map's per-item body
         }
 
     def downstream_of(self, node_id: str) -> frozenset[str]:

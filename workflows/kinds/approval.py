@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workflows.dsl.checks import Collector
@@ -17,6 +18,13 @@ if TYPE_CHECKING:
 APPROVER = re.compile(r"(group|user):[\w.@+ -]{1,150}\Z")
 
 
+@dataclass(frozen=True)
+class ApprovalSpec:
+    #: Who may answer ("group:<name>", "user:<username>"); None: anyone with the
+    #: executions.approve_task permission.
+    approvers: tuple[str, ...] | None = None
+
+
 class ApprovalKind(NodeKind):
     name = "approval"
     fields = ("approvers",)
@@ -26,9 +34,9 @@ class ApprovalKind(NodeKind):
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
+    ) -> ApprovalSpec:
         if "approvers" not in raw:
-            return {}
+            return ApprovalSpec()
         value = raw["approvers"]
         if (
             not isinstance(value, list)
@@ -41,8 +49,8 @@ class ApprovalKind(NodeKind):
                 node=place.scope.node,
                 field=place.prefix + "approvers",
             )
-            return {}
-        return {"approvers": tuple(value)}
+            return ApprovalSpec()
+        return ApprovalSpec(tuple(value))
 
 
 KIND = ApprovalKind()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from workflows.dsl.templates import render
 
@@ -54,6 +54,17 @@ class Complete:
 Start = Schedule | Wait | Complete
 
 
+S = TypeVar("S")
+
+
+def spec_of(node: NodeBody, cls: type[S]) -> S:
+    """The node's spec as its kind's type: a node built by the parser always has it."""
+    spec = node.spec
+    if not isinstance(spec, cls):
+        raise TypeError(f"a {node.type} node needs a {cls.__name__} spec, not {spec!r}")
+    return spec
+
+
 class NodeKind:
     """One node type. Subclasses set the class attributes and override what differs."""
 
@@ -78,9 +89,10 @@ class NodeKind:
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
-        """Keyword arguments for the body from the kind's own fields; problems go to `c`."""
-        return {}
+    ) -> object:
+        """The node's `spec` from the kind's own fields (None: it has none); problems go
+        to `c` (a definition with problems is never built, so a spec may be partial)."""
+        return None
 
     def template(self, node: NodeBody) -> JSON:
         """What is rendered when the node is scheduled, and again (with its secrets) on

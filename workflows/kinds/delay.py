@@ -4,6 +4,7 @@ parses both)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -11,11 +12,18 @@ from workflows.dsl.checks import Collector
 from workflows.dsl.delays import parse_delay, until_problem
 from workflows.dsl.limits import limits, over
 from workflows.dsl.templates import render
-from workflows.kinds.base import LimitExceeded, NodeKind, Wait
+from workflows.kinds.base import LimitExceeded, NodeKind, Wait, spec_of
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
     from workflows.dsl.model import NodeBody, RetryPolicy
+
+
+@dataclass(frozen=True)
+class DelaySpec:
+    #: Seconds to wait, or an ISO 8601 instant (a template allowed) to wait until.
+    seconds: float | None = None
+    until: str | None = None
 
 
 class DelayKind(NodeKind):
@@ -24,12 +32,13 @@ class DelayKind(NodeKind):
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
-        return parse_delay(c, raw, place, policy)
+    ) -> DelaySpec:
+        return DelaySpec(**parse_delay(c, raw, place, policy))
 
     def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Wait:
-        if node.until is not None:
-            until = str(render(node.until, context))
+        spec = spec_of(node, DelaySpec)
+        if spec.until is not None:
+            until = str(render(spec.until, context))
             due = datetime.fromisoformat(until)
             if due.tzinfo is None:
                 raise ValueError(f"until '{until}' has no timezone: add one, e.g. +00:00")
@@ -37,7 +46,7 @@ class DelayKind(NodeKind):
             if problem:
                 raise LimitExceeded(f"until {until[:60]!r}: {problem}")
             return Wait({"until": until}, due=due)
-        seconds = float(node.seconds or 0)
+        seconds = float(spec.seconds or 0)
         if seconds > limits().max_delay_seconds:  # a version stored before the bound
             raise LimitExceeded(over("max_delay_seconds", what="seconds", got=seconds))
         return Wait({"seconds": seconds}, seconds=seconds)

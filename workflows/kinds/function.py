@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workflows.dsl.checks import Collector, quote
@@ -14,6 +15,12 @@ if TYPE_CHECKING:
     from workflows.dsl.model import RetryPolicy
 
 
+@dataclass(frozen=True)
+class FunctionSpec:
+    #: The registered function's name.
+    function: str | None = None
+
+
 class FunctionKind(NodeKind):
     name = "function"
     fields = ("function",)
@@ -22,10 +29,10 @@ class FunctionKind(NodeKind):
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
+    ) -> FunctionSpec:
         what = 'the name of a registered function, e.g. "std.echo"'
         if not required(c, raw, "function", place, what):
-            return {}
+            return FunctionSpec()
         field = place.prefix + "function"
         name = c.string(raw["function"], node=place.scope.node, field=field, what=what)
         if name is not None and c.function_exists is not None and not c.function_exists(name):
@@ -35,7 +42,7 @@ class FunctionKind(NodeKind):
                 node=place.scope.node,
                 field=field,
             )
-        return {"function": name}
+        return FunctionSpec(name)
 
 
 KIND = FunctionKind()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workflows.dsl.checks import Collector, describe, quote
 from workflows.dsl.references import check_templates
-from workflows.kinds.base import JSON, NodeKind
+from workflows.kinds.base import JSON, NodeKind, spec_of
 from workflows.kinds.fields import required
 
 if TYPE_CHECKING:
@@ -18,6 +19,14 @@ HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 REQUEST_FIELDS = ("method", "url", "headers", "params", "json", "body")
 
 
+@dataclass(frozen=True)
+class HttpSpec:
+    #: method, url, headers, params, json or body (templates allowed anywhere).
+    request: Mapping[str, JSON] | None = None
+    #: The accepted status codes; None means any 2xx.
+    success_status: tuple[int, ...] | None = None
+
+
 class HttpKind(NodeKind):
     name = "http"
     fields = ("request", "success_status")
@@ -26,18 +35,18 @@ class HttpKind(NodeKind):
     executor = "nodes.executors.entries:http"
 
     def template(self, node: NodeBody) -> JSON:
-        return node.request  # the request is what an http node renders, not its input
+        return spec_of(node, HttpSpec).request  # an http node renders its request
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
+    ) -> HttpSpec:
         kwargs: dict[str, Any] = {}
         example = 'an object like {"method": "GET", "url": "https://..."}'
         if required(c, raw, "request", place, example):
             kwargs["request"] = _request(c, raw["request"], place)
         if "success_status" in raw:
             kwargs["success_status"] = _statuses(c, raw["success_status"], place)
-        return kwargs
+        return HttpSpec(**kwargs)
 
 
 def _request(c: Collector, raw: object, place: Place) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -11,12 +12,22 @@ from workflows.dsl.checks import Collector, Scope, no_secrets
 from workflows.dsl.limits import limits, over
 from workflows.dsl.references import check_items
 from workflows.dsl.templates import check_size, search
-from workflows.kinds.base import LimitExceeded, NodeKind, Schedule
+from workflows.kinds.base import LimitExceeded, NodeKind, Schedule, spec_of
 from workflows.kinds.fields import required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
     from workflows.dsl.model import NodeBody, RetryPolicy
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    #: An expression that yields the list of items.
+    items: str | None = None
+    #: The body each item runs, as the task `<map id>[<index>]`.
+    node: NodeBody | None = None
+    #: Items running at once; None: WORKFLOW_MAP_DEFAULT_MAX_PARALLEL.
+    max_parallel: int | None = None
 
 
 class MapKind(NodeKind):
@@ -28,7 +39,7 @@ class MapKind(NodeKind):
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
+    ) -> MapSpec:
         # Imported here: bodies.py parses through this registry, so it cannot be imported
         # while the registry loads its kinds.
         from workflows.dsl import bodies
@@ -54,12 +65,13 @@ class MapKind(NodeKind):
             kwargs["max_parallel"] = c.within(
                 parallel, "map_max_parallel", node=node, field=p + "max_parallel"
             )
-        return kwargs
+        return MapSpec(**kwargs)
 
     def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Schedule:
-        items = search(node.items or "", context)
+        expression = spec_of(node, MapSpec).items or ""
+        items = search(expression, context)
         if not isinstance(items, list):
-            raise TypeError(f"items '{node.items}' gave {type(items).__name__}, not a list")
+            raise TypeError(f"items '{expression}' gave {type(items).__name__}, not a list")
         if len(items) > limits().map_max_items:
             raise LimitExceeded(over("map_max_items", what="the map", got=len(items)))
         check_size(items, what="the map's items")

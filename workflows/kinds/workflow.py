@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workflows.dsl.checks import Collector, describe, quote
@@ -19,6 +20,13 @@ if TYPE_CHECKING:
 WORKFLOW_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}\Z")
 
 
+@dataclass(frozen=True)
+class WorkflowSpec:
+    #: The child workflow's name, and the version pinned (None: its latest).
+    workflow: str | None = None
+    version: int | None = None
+
+
 class WorkflowKind(NodeKind):
     name = "workflow"
     fields = ("workflow", "version")
@@ -27,7 +35,7 @@ class WorkflowKind(NodeKind):
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
-    ) -> dict[str, Any]:
+    ) -> WorkflowSpec:
         node, p = place.scope.node, place.prefix
         kwargs: dict[str, Any] = {}
         if required(c, raw, "workflow", place, "the name of the workflow to run"):
@@ -43,7 +51,7 @@ class WorkflowKind(NodeKind):
                 kwargs["workflow"] = name
         if "version" in raw:
             kwargs["version"] = c.integer(raw["version"], node=node, field=p + "version", minimum=1)
-        return kwargs
+        return WorkflowSpec(**kwargs)
 
 
 KIND = WorkflowKind()

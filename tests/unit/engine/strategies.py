@@ -5,14 +5,24 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from workflows.dsl import Definition, Node, NodeBody, RetryPolicy
+from workflows.kinds.approval import ApprovalSpec
+from workflows.kinds.delay import DelaySpec
+from workflows.kinds.function import FunctionSpec
+from workflows.kinds.map import MapSpec
 
 ITEM_BODY = NodeBody(
     type="function",
-    function="std.echo",
+    spec=FunctionSpec("std.echo"),
     input={"i": "{{ index }}"},
     retry_policy=RetryPolicy(max_attempts=2),
 )
-UNDO = NodeBody(type="function", function="std.echo", input={"undo": "yes"})
+UNDO = NodeBody(type="function", spec=FunctionSpec("std.echo"), input={"undo": "yes"})
+SPECS = {
+    "function": lambda draw: FunctionSpec("std.echo"),
+    "delay": lambda draw: DelaySpec(seconds=1.0),
+    "approval": lambda draw: ApprovalSpec(),
+    "map": lambda draw: MapSpec("input.items", ITEM_BODY, draw(st.integers(1, 3))),
+}
 OUTCOMES = st.sampled_from(["ok", "ok", "ok", "fail", "fatal"])
 
 
@@ -36,11 +46,7 @@ def dags(draw: st.DrawFn, max_nodes: int = 10) -> tuple[Definition, dict[str, li
             Node(
                 id=node_id,
                 type=kind,
-                function="std.echo" if kind == "function" else None,
-                seconds=1.0 if kind == "delay" else None,
-                items="input.items" if kind == "map" else None,
-                node=ITEM_BODY if kind == "map" else None,
-                max_parallel=draw(st.integers(1, 3)) if kind == "map" else None,
+                spec=SPECS[kind](draw),
                 compensation=UNDO if kind == "function" and draw(st.booleans()) else None,
                 depends_on=tuple(sorted(parents)),
                 trigger_rule=draw(st.sampled_from(["all_success", "none_failed", "all_done"])),

@@ -17,16 +17,20 @@ from executions.engine.verify import verify
 from tests.unit.engine.sim import Run
 from tests.unit.engine.strategies import dags
 from workflows.dsl import Definition, Node
+from workflows.kinds.delay import DelaySpec
+from workflows.kinds.function import FunctionSpec
 
 ERROR = {"type": "EngineError", "message": "ValueError: broken", "where": "sweeper: advance"}
 
+ECHO = FunctionSpec("std.echo")
+
 FAN = Definition(
     nodes=(
-        Node(id="a", type="function", function="std.echo"),
-        Node(id="wait", type="delay", seconds=60, depends_on=("a",)),
-        Node(id="b", type="function", function="std.echo", depends_on=("a",)),
-        Node(id="c", type="function", function="std.echo", depends_on=("a",)),
-        Node(id="end", type="function", function="std.echo", depends_on=("wait", "b", "c")),
+        Node(id="a", type="function", spec=ECHO),
+        Node(id="wait", type="delay", spec=DelaySpec(seconds=60), depends_on=("a",)),
+        Node(id="b", type="function", spec=ECHO, depends_on=("a",)),
+        Node(id="c", type="function", spec=ECHO, depends_on=("a",)),
+        Node(id="end", type="function", spec=ECHO, depends_on=("wait", "b", "c")),
     ),
     output="{{ nodes.end.output }}",
 )

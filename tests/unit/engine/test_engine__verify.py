@@ -8,19 +8,23 @@ from executions.engine.events import EventType, Source
 from executions.engine.verify import verify
 from tests.unit.engine.sim import Run
 from workflows.dsl import Definition, Node, RetryPolicy
+from workflows.kinds.delay import DelaySpec
+from workflows.kinds.function import FunctionSpec
+
+ECHO = FunctionSpec("std.echo")
 
 DEFINITION = Definition(
     nodes=(
-        Node(id="a", type="function", function="std.echo", input={"x": "{{ input.x }}"}),
+        Node(id="a", type="function", spec=ECHO, input={"x": "{{ input.x }}"}),
         Node(
             id="b",
             type="function",
-            function="std.echo",
+            spec=ECHO,
             depends_on=("a",),
             retry_policy=RetryPolicy(max_attempts=3, initial_interval_seconds=1.0),
         ),
-        Node(id="wait", type="delay", seconds=5, depends_on=("a",)),
-        Node(id="c", type="function", function="std.echo", depends_on=("b", "wait")),
+        Node(id="wait", type="delay", spec=DelaySpec(seconds=5), depends_on=("a",)),
+        Node(id="c", type="function", spec=ECHO, depends_on=("b", "wait")),
     )
 )
 

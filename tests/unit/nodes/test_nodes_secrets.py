@@ -16,6 +16,7 @@ from nodes.secrets import redact, with_secrets
 from workflows.dsl import Node
 from workflows.dsl.parser import parse_definition
 from workflows.dsl.problems import DefinitionError
+from workflows.kinds.function import FunctionSpec
 
 CANARY = "cAnArY-7f3e/9b+2d"
 SECRETS = {"CANARY": CANARY, "OTHER": "other-value-42"}
@@ -89,7 +90,7 @@ def test_declared_secrets_scope_what_a_definition_may_use() -> None:
 
 
 def node(payload: object) -> Node:
-    return Node(id="leak", type="function", function="std.echo", input=payload)
+    return Node(id="leak", type="function", spec=FunctionSpec("std.echo"), input=payload)
 
 
 @override_settings(WORKFLOW_SECRETS=SECRETS)
