@@ -26,7 +26,6 @@ from executions.engine.statuses import TASK_ACTIVE, TaskStatus
 from workflows.dsl import Definition, Node
 from workflows.dsl.limits import limits
 from workflows.dsl.model import COMPENSATION_SUFFIX
-from workflows.kinds import get_kind
 from workflows.kinds.base import spec_of
 from workflows.kinds.map import MapSpec
 
@@ -36,13 +35,13 @@ _DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.SKIPPED, TaskStatus.CANCELLE
 
 
 def fans_out(node: Node) -> bool:
-    """A node whose kind runs a body per item (a map)."""
-    kind = get_kind(node.type)
-    return kind is not None and kind.fans_out
+    """A map node: its kind's spec names a per-item body. (decide asks this of every
+    node on every call: an isinstance, not a registry lookup.)"""
+    return isinstance(node.spec, MapSpec)
 
 
 def has_maps(definition: Definition) -> bool:
-    return any(fans_out(node) for node in definition.nodes)
+    return bool(definition.map_ids)
 
 
 def item_id(map_id: str, index: int) -> str:
@@ -74,10 +73,10 @@ def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
     cancel concern them), and pending items unless a cancel was requested (only a
     cancel concerns them; `_progress_one` starts them)."""
     skip = _DONE if state.cancel_requested else _DONE | {TaskStatus.PENDING}
-    nodes = state.nodes
+    nodes, map_ids = state.nodes, definition.map_ids
     for node in definition.nodes:
         yield node
-        if fans_out(node) and state.node(node.id).status != TaskStatus.PENDING:
+        if node.id in map_ids and state.node(node.id).status != TaskStatus.PENDING:
             for child in item_ids(state, node):
                 if _status(nodes.get(child)) not in skip:
                     yield definition.node_for(child)
@@ -93,7 +92,7 @@ def progress(
     definition: Definition, state: ExecutionState, context: dict[str, Any], now: datetime | None
 ) -> Iterator[Decision]:
     for node in definition.nodes:
-        if fans_out(node) and state.node(node.id).status == TaskStatus.RUNNING:
+        if node.id in definition.map_ids and state.node(node.id).status == TaskStatus.RUNNING:
             yield from _progress_one(definition, state, node, context, now)
 
 

@@ -110,6 +110,11 @@ class Definition:
         return _renamed(template, node_id)
 
     @cached_property
+    def map_ids(self) -> frozenset[str]:
+        """The map nodes: decide scans every node on every call, so it asks a set."""
+        return frozenset(self._item_templates)
+
+    @cached_property
     def _item_templates(self) -> Mapping[str, Node]:
         """Each map's per-item body as a Node, built once: decide looks up every item of
         a map on every call, and building a Node field by field cost ~12 µs an item."""
