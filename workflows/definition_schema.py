@@ -16,7 +16,7 @@ from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
 from workflows.dsl.limits import limits
 from workflows.dsl.model import NODE_TYPES, TRIGGER_RULES
 from workflows.dsl.parser import TOP_FIELDS
-from workflows.kinds.http import HTTP_METHODS
+from workflows.kinds import all_kinds
 
 NODE_ID = {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"}
 TEMPLATE = {"type": "string", "description": "A JMESPath expression over the context."}
@@ -36,66 +36,17 @@ RETRY_POLICY = {
     },
 }
 
-REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["url"],
-    "properties": {
-        "method": {
-            "type": "string",
-            "description": f"One of {', '.join(HTTP_METHODS)}, any case (default GET).",
-        },
-        "url": {"type": "string", "description": "http:// or https://, may hold templates."},
-        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-        "params": {"type": "object"},
-        "json": ANY_JSON,
-        "body": {"type": "string"},
-    },
-}
-
 #: Fields every node body has, and those of each type (only its type's are accepted).
+#: Built when the module is first imported: a kind registered later is documented
+#: as any JSON (see _in_step) until the process restarts.
 BODY_FIELDS: dict[str, Any] = {
     "type": {"type": "string", "enum": list(NODE_TYPES)},
     "input": ANY_JSON,
     "retry_policy": {"$ref": "#/components/schemas/RetryPolicy"},
     "timeout_seconds": {**SECONDS, "description": "Per attempt, start to close."},
     "heartbeat_timeout_seconds": {**SECONDS, "description": "The lease of an attempt."},
-    # function
-    "function": {"type": "string", "description": "function: a registered function's name."},
-    # http
-    "request": {**REQUEST, "description": "http: the request to send."},
-    "success_status": {
-        "oneOf": [
-            {"type": "integer", "minimum": 100, "maximum": 599},
-            {
-                "type": "array",
-                "minItems": 1,
-                "items": {"type": "integer", "minimum": 100, "maximum": 599},
-            },
-        ],
-        "description": "http: the status, or statuses, that count as success (default 2xx).",
-    },
-    # delay
-    "seconds": {"type": "number", "minimum": 0, "description": "delay: how long."},
-    "until": {"type": "string", "description": "delay: an ISO 8601 instant with an offset."},
-    # approval
-    "approvers": {
-        "type": "array",
-        "minItems": 1,
-        "items": {"type": "string", "pattern": r"^(group|user):[\w.@+ -]{1,150}$"},
-        "description": 'approval: who may answer, e.g. ["group:finance", "user:ada"].',
-    },
-    # workflow
-    "workflow": {
-        "type": "string",
-        "pattern": r"^[a-z0-9][a-z0-9_-]{0,99}$",
-        "description": "workflow: the child workflow's name.",
-    },
-    "version": {"type": "integer", "minimum": 1, "description": "workflow: pin a version."},
-    # map
-    "items": {**TEMPLATE, "description": "map: an expression that yields a list."},
-    "node": {"$ref": "#/components/schemas/NodeBody"},
-    "max_parallel": {"type": "integer", "minimum": 1},
+    # Each kind's own fields, as its kind documents them (workflows/kinds/).
+    **{name: schema for kind in all_kinds() for name, schema in kind.schema.items()},
 }
 
 
@@ -182,9 +133,8 @@ def components() -> dict[str, Any]:
     body = out["NodeBody"]["properties"]
     body["timeout_seconds"]["maximum"] = bound.max_timeout_seconds
     body["heartbeat_timeout_seconds"]["maximum"] = bound.max_heartbeat_timeout_seconds
-    body["seconds"]["maximum"] = bound.max_delay_seconds
-    body["max_parallel"]["maximum"] = bound.map_max_parallel
-    body["items"]["maxLength"] = bound.max_expression_length
+    for kind in all_kinds():
+        kind.bound_schema(body, bound)
     if function_names():
         body["function"]["enum"] = sorted(function_names())
     out["Node"]["properties"]["when"]["maxLength"] = bound.max_expression_length

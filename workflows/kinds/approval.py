@@ -31,6 +31,17 @@ class ApprovalKind(NodeKind):
     article = "an"
     scheduled_status = "waiting"
     approvable = True
+    schema = {
+        "approvers": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "string",
+                "pattern": f"^{APPROVER.pattern.removesuffix(chr(92) + 'Z')}$",
+            },
+            "description": 'approval: who may answer, e.g. ["group:finance", "user:ada"].',
+        }
+    }
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy

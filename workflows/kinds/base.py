@@ -18,6 +18,7 @@ from workflows.dsl.templates import render
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
     from workflows.dsl.checks import Collector
+    from workflows.dsl.limits import Limits
     from workflows.dsl.model import NodeBody, RetryPolicy
 
 JSON = Any
@@ -86,6 +87,8 @@ class NodeKind:
     fans_out: ClassVar[bool] = False
     #: It waits for approve/reject (POST .../approve, .../reject).
     approvable: ClassVar[bool] = False
+    #: The JSON Schema of each of its fields, for GET /schema (workflows/definition_schema.py).
+    schema: ClassVar[Mapping[str, Any]] = {}
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
@@ -93,6 +96,9 @@ class NodeKind:
         """The node's `spec` from the kind's own fields (None: it has none); problems go
         to `c` (a definition with problems is never built, so a spec may be partial)."""
         return None
+
+    def bound_schema(self, properties: dict[str, Any], bound: Limits) -> None:
+        """Write the bounds in force into its fields' schemas (copies, in `properties`)."""
 
     def template(self, node: NodeBody) -> JSON:
         """What is rendered when the node is scheduled, and again (with its secrets) on

@@ -16,6 +16,7 @@ from workflows.kinds.base import LimitExceeded, NodeKind, Wait, spec_of
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
+    from workflows.dsl.limits import Limits
     from workflows.dsl.model import NodeBody, RetryPolicy
 
 
@@ -29,11 +30,18 @@ class DelaySpec:
 class DelayKind(NodeKind):
     name = "delay"
     fields = ("seconds", "until")
+    schema = {
+        "seconds": {"type": "number", "minimum": 0, "description": "delay: how long."},
+        "until": {"type": "string", "description": "delay: an ISO 8601 instant with an offset."},
+    }
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     ) -> DelaySpec:
         return DelaySpec(**parse_delay(c, raw, place, policy))
+
+    def bound_schema(self, properties: dict[str, Any], bound: Limits) -> None:
+        properties["seconds"]["maximum"] = bound.max_delay_seconds
 
     def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Wait:
         spec = spec_of(node, DelaySpec)

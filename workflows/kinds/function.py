@@ -26,6 +26,9 @@ class FunctionKind(NodeKind):
     fields = ("function",)
     runs_on_worker = True
     executor = "nodes.executors.entries:function"
+    schema = {
+        "function": {"type": "string", "description": "function: a registered function's name."}
+    }
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy

@@ -17,6 +17,23 @@ if TYPE_CHECKING:
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 REQUEST_FIELDS = ("method", "url", "headers", "params", "json", "body")
+_STATUS = {"type": "integer", "minimum": 100, "maximum": 599}
+REQUEST_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url"],
+    "properties": {
+        "method": {
+            "type": "string",
+            "description": f"One of {', '.join(HTTP_METHODS)}, any case (default GET).",
+        },
+        "url": {"type": "string", "description": "http:// or https://, may hold templates."},
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+        "params": {"type": "object"},
+        "json": {"description": "Any JSON; strings may hold {{ templates }}."},
+        "body": {"type": "string"},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,13 @@ class HttpKind(NodeKind):
     article = "an"
     runs_on_worker = True
     executor = "nodes.executors.entries:http"
+    schema = {
+        "request": {**REQUEST_SCHEMA, "description": "http: the request to send."},
+        "success_status": {
+            "oneOf": [_STATUS, {"type": "array", "minItems": 1, "items": _STATUS}],
+            "description": "http: the status, or statuses, that count as success (default 2xx).",
+        },
+    }
 
     def template(self, node: NodeBody) -> JSON:
         return spec_of(node, HttpSpec).request  # an http node renders its request

@@ -17,6 +17,7 @@ from workflows.kinds.fields import required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
+    from workflows.dsl.limits import Limits
     from workflows.dsl.model import NodeBody, RetryPolicy
 
 
@@ -36,6 +37,11 @@ class MapKind(NodeKind):
     scheduled_status = "running"
     schedules_more = True  # its items start in the next step of the same decide call
     fans_out = True
+    schema = {
+        "items": {"type": "string", "description": "map: an expression that yields a list."},
+        "node": {"$ref": "#/components/schemas/NodeBody"},
+        "max_parallel": {"type": "integer", "minimum": 1},
+    }
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
@@ -66,6 +72,10 @@ class MapKind(NodeKind):
                 parallel, "map_max_parallel", node=node, field=p + "max_parallel"
             )
         return MapSpec(**kwargs)
+
+    def bound_schema(self, properties: dict[str, Any], bound: Limits) -> None:
+        properties["max_parallel"]["maximum"] = bound.map_max_parallel
+        properties["items"]["maxLength"] = bound.max_expression_length
 
     def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Schedule:
         expression = spec_of(node, MapSpec).items or ""

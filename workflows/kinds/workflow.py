@@ -31,6 +31,14 @@ class WorkflowKind(NodeKind):
     name = "workflow"
     fields = ("workflow", "version")
     runs_on_worker = True
+    schema = {
+        "workflow": {
+            "type": "string",
+            "pattern": f"^{WORKFLOW_NAME.pattern.removesuffix(chr(92) + 'Z')}$",
+            "description": "workflow: the child workflow's name.",
+        },
+        "version": {"type": "integer", "minimum": 1, "description": "workflow: pin a version."},
+    }
     # No executor: the worker's task starts the child itself (nodes/tasks.py).
 
     def parse(
