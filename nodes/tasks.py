@@ -6,32 +6,26 @@ watchdog and the recording of the result; nothing in nodes/ imports executions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib import import_module
 from typing import Any
-
-from django.conf import settings
 
 from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeError
 from nodes.secrets import with_secrets
+from workflows.kinds import get_kind
 
 
 def execute(claimed: Claimed, ctx: NodeContext) -> Any:
+    """Run the attempt with its kind's executor (workflows/kinds/), imported here, on the
+    worker, so that the kinds and the engine core stay free of worker code."""
     node = claimed.node
-    payload = with_secrets(node, claimed.input, claimed.context)
-    if node.type == "function":
-        from nodes.executors.function import run_function
-
-        return run_function(node.function or "", payload, ctx)
-    if node.type == "http":
-        from nodes.executors.http import run_http
-
-        return run_http(
-            payload,
-            ctx,
-            success_status=node.success_status,
-            allowed_hosts=settings.WORKFLOW_HTTP_ALLOWED_HOSTS,
-            timeout=node.timeout_seconds,
+    kind = get_kind(node.type)
+    if kind is None or kind.executor is None:
+        raise NodeError(
+            f"node type '{node.type}' does not run on a worker", type="BadNodeType", retryable=False
         )
-    raise NodeError(
-        f"node type '{node.type}' does not run on a worker", type="BadNodeType", retryable=False
-    )
+    payload = with_secrets(node, claimed.input, claimed.context)
+    module, _, name = kind.executor.partition(":")
+    entry: Callable[[Any, Any, NodeContext], Any] = getattr(import_module(module), name)
+    return entry(node, payload, ctx)
