@@ -17,7 +17,8 @@ def synth_history(definition, execution_id: str, size: int) -> list:
     from executions.engine.fold import apply_event
     from executions.engine.state import ExecutionState
 
-    assert size % 5 == 0 and size >= 5, size
+    assert size % 5 == 0, size
+    assert size >= 5, size
     attempts = size // 5
     state = ExecutionState(execution_id)
     events: list[Event] = []

@@ -4,6 +4,7 @@ the start latency through the API."""
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 
 from bench.definitions import chain_definition, fanout_definition, make_version, noop
 from bench.processes import free_port
@@ -62,8 +63,8 @@ class LiveScenarios:
             started = {n: t.timestamp() for kind, n, t in rows if kind == "task_started"}
             done = {n: t.timestamp() for kind, n, t in rows if kind == "task_completed"}
             ids = [f"c{i}" for i in range(length)]
-            hops = [started[b] - started[a] for a, b in zip(ids, ids[1:], strict=False)]
-            gaps = [started[b] - done[a] for a, b in zip(ids, ids[1:], strict=False)]
+            hops = [started[b] - started[a] for a, b in pairwise(ids)]
+            gaps = [started[b] - done[a] for a, b in pairwise(ids)]
             e50.append(percentile(hops, 50) * 1000)
             e99.append(percentile(hops, 99) * 1000)
             c50.append(percentile(gaps, 50) * 1000)
@@ -72,7 +73,7 @@ class LiveScenarios:
             key = self.key("chain")
             chain(*[self.sig(key) for _ in range(length)]).apply_async()
             stamps = self.wait_stamps(key, length, 600)
-            raw_hops = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+            raw_hops = [b - a for a, b in pairwise(stamps)]
             r50.append(percentile(raw_hops, 50) * 1000)
             r99.append(percentile(raw_hops, 99) * 1000)
         self.figures["latency_engine_hop_p50_ms"] = summary(e50, "ms")

@@ -19,7 +19,7 @@ from kombu.utils.json import dumps
 
 class Channel(filesystem.Channel):
     def _put(self, queue, payload, **kwargs) -> None:
-        name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
+        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         # The consumer only takes names that end in ".<queue>.msg" after the first dot.
         partial = os.path.join(self.data_folder_out, f".partial-{uuid.uuid4()}")

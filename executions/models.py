@@ -92,7 +92,9 @@ class Event(models.Model):
     execution = models.ForeignKey(Execution, on_delete=models.PROTECT, related_name="events")
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=32, choices=[(t.value, t.value) for t in EventType])
-    node_id = models.CharField(max_length=80, null=True, blank=True)
+    # NULL, not "", marks an execution-level event: the stored logs, the hash chain and the
+    # queries (node_id__isnull) rely on it.
+    node_id = models.CharField(max_length=80, null=True, blank=True)  # noqa: DJ001
     attempt = models.PositiveIntegerField(null=True, blank=True)
     data = models.JSONField(default=dict, blank=True)
     timestamp = models.DateTimeField()

@@ -208,7 +208,9 @@ class Supervisor:
     ) -> Process:
         log_path = self.log_dir / f"{name}.log"
         with open(log_path, "w") as log:
-            log.write(f"# {datetime.now().isoformat(timespec='seconds')}  {' '.join(argv)}\n")
+            # The log's header is for a person at this machine: local wall-clock time on purpose.
+            stamp = datetime.now().isoformat(timespec="seconds")  # noqa: DTZ005
+            log.write(f"# {stamp}  {' '.join(argv)}\n")
             log.flush()
             popen = subprocess.Popen(
                 argv, cwd=self.cwd, env=dict(self.env if env is None else env),

@@ -50,4 +50,3 @@ def fresh_definition_cache():
     from executions.definitions import clear_cache
 
     clear_cache()
-    yield

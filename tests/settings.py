@@ -10,4 +10,4 @@ import secrets
 
 os.environ.setdefault("SECRET_KEY", f"tests-only-{secrets.token_urlsafe(40)}")
 
-from config.settings import *  # noqa: E402, F403
+from config.settings import *  # noqa: F403

@@ -115,7 +115,7 @@ def print_events(events: list[dict], out: Out) -> None:
         node = event.get("node_id") or "-"
         attempt = event.get("attempt")
         out(
-            f"  {event.get('seq', '?'):>4}  {offset:>7}  {str(event.get('type')):<26} "
+            f"  {event.get('seq', '?'):>4}  {offset:>7}  {event.get('type')!s:<26} "
             f"{node:<12} {attempt if attempt is not None else '-'}"
         )
 

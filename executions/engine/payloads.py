@@ -1,13 +1,14 @@
 """Event payloads as types, and the one codec between them and the stored JSON.
 
-Every event type that carries data has a frozen dataclass here; `ErrorRecord` is the
-error every result, failure and engine error records. `to_json(payload)` gives exactly
-the dict the log stores (and the hash chain covers); `from_json(event_type, data)` reads
-it back. Decided for keys this engine does not know (written by a newer or older version,
-or by a shell that adds context such as `by`): they are KEPT, in `extra` (and in an error's
-`details`), and written back unchanged, so decoding and encoding a stored payload gives it
-back as it was. A field marked optional is left out of the JSON while it is None; the
-others are always written (an output of null is an output).
+Every event type that carries data has a frozen dataclass here; `ErrorRecord`
+(engine/errors.py) is the error every result, failure and engine error records.
+`to_json(payload)` gives exactly the dict the log stores (and the hash chain covers);
+`from_json(event_type, data)` reads it back. Decided for keys this engine does not
+know (written by a newer or older version, or by a shell that adds context such as `by`):
+they are KEPT, in `extra` (and in an error's `details`), and written back unchanged, so
+decoding and encoding a stored payload gives it back as it was. A field marked optional
+is left out of the JSON while it is None; the others are always written (an output of
+null is an output).
 
 Pure Python: no Django.
 """
@@ -19,50 +20,13 @@ from dataclasses import MISSING, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
 
 JSON = Any
 _OPTIONAL = {"optional": True}
 _ERROR = {"error": True}
 _OPTIONAL_ERROR = {"optional": True, "error": True}
-
-
-@dataclass(frozen=True)
-class ErrorRecord:
-    """What failed and whether trying again may help. `details`: every other key of the
-    stored error (a map's `items`, a failed workflow's `nodes`, a worker's `status_code`,
-    ...), in their stored order."""
-
-    type: str | None = None
-    message: str | None = None
-    #: None: not said (the retry policy treats it as retryable).
-    retryable: bool | None = None
-    details: Mapping[str, JSON] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {}
-        if self.type is not None:
-            out["type"] = self.type
-        if self.message is not None:
-            out["message"] = self.message
-        if self.retryable is not None:
-            out["retryable"] = self.retryable
-        out.update(self.details)
-        return out
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, JSON]) -> ErrorRecord:
-        details = {k: v for k, v in raw.items() if k not in _ERROR_KEYS}
-        return cls(raw.get("type"), raw.get("message"), raw.get("retryable"), details)
-
-    @property
-    def cause(self) -> ErrorRecord | None:
-        """The error this one wraps (a failed node's, a failed item's), if recorded."""
-        cause = self.details.get("cause")
-        return ErrorRecord.from_json(cause) if isinstance(cause, Mapping) else None
-
-
-_ERROR_KEYS = frozenset({"type", "message", "retryable"})
 
 
 @dataclass(frozen=True, kw_only=True)

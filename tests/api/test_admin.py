@@ -30,7 +30,8 @@ def test_changelists_show_who_created_each_row(api) -> None:
         response = admin.get(page)
         assert response.status_code == 200, page
         html = response.content.decode()
-        assert "column-created_by" in html and ">operator<" in html, page
+        assert "column-created_by" in html, page
+        assert ">operator<" in html, page
 
 
 def test_staff_need_the_model_permissions(django_user_model) -> None:

@@ -35,11 +35,13 @@ def test_approve_completes_the_node_and_a_second_press_is_409(api) -> None:
     assert response.status_code == 202, response.content
     execution.refresh_from_db()
     assert execution.status == "succeeded"
-    assert execution.output["approved"] is True and execution.output["comment"] == "ok"
+    assert execution.output["approved"] is True
+    assert execution.output["comment"] == "ok"
     assert execution.output["by"] == "operator"
     assert Task.objects.get(execution=execution, node_id="hold").status == "skipped"
     again = api.post(url, {}, format="json")
-    assert again.status_code == 409 and "not waiting" in again.json()["detail"]
+    assert again.status_code == 409
+    assert "not waiting" in again.json()["detail"]
 
 
 def test_reject_fails_the_execution(api) -> None:
@@ -73,7 +75,8 @@ def test_cancel_then_409_and_retry_of_cancelled(api) -> None:
     execution = start(APPROVAL)
     assert api.post(f"/executions/{execution.pk}/retry", {}, format="json").status_code == 409
     response = api.post(f"/executions/{execution.pk}/cancel", {}, format="json")
-    assert response.status_code == 202 and response.json()["status"] == "cancelled"
+    assert response.status_code == 202
+    assert response.json()["status"] == "cancelled"
     assert api.post(f"/executions/{execution.pk}/cancel", {}, format="json").status_code == 409
     assert [(kind, node) for _, kind, node, _ in timeline(execution)][2:] == [
         ("workflow_cancel_requested", None),
@@ -82,9 +85,11 @@ def test_cancel_then_409_and_retry_of_cancelled(api) -> None:
         ("workflow_cancelled", None),
     ]
     retried = api.post(f"/executions/{execution.pk}/retry", {}, format="json")
-    assert retried.status_code == 202 and retried.json()["status"] == "running"
+    assert retried.status_code == 202
+    assert retried.json()["status"] == "running"
     review = Task.objects.get(execution=execution, node_id="review")
-    assert review.status == "waiting" and review.attempts == 2
+    assert review.status == "waiting"
+    assert review.attempts == 2
 
 
 def test_state_at_seq(api) -> None:
@@ -93,7 +98,9 @@ def test_state_at_seq(api) -> None:
         f"/executions/{execution.pk}/tasks/review/approve", {"data": {"hold": True}}, format="json"
     )
     first = api.get(f"/executions/{execution.pk}/state?at_seq=1").json()
-    assert first["status"] == "running" and first["nodes"] == {} and first["at_seq"] == 1
+    assert first["status"] == "running"
+    assert first["nodes"] == {}
+    assert first["at_seq"] == 1
     second = api.get(f"/executions/{execution.pk}/state?at_seq=2").json()
     assert second["nodes"]["review"]["status"] == "waiting"
     now = api.get(f"/executions/{execution.pk}/state").json()
@@ -109,7 +116,8 @@ def test_replay_endpoint_pins_version_and_input(api) -> None:
     response = api.post(f"/executions/{execution.pk}/replay", {}, format="json")
     assert response.status_code == 201
     body = response.json()
-    assert body["replay_of"] == str(execution.pk) and body["input"] == {"who": "ada"}
+    assert body["replay_of"] == str(execution.pk)
+    assert body["input"] == {"who": "ada"}
     assert body["version"] == 1
     bad = api.post(f"/executions/{execution.pk}/replay", {"from_node": "ghost"}, format="json")
     assert bad.status_code == 404
@@ -125,7 +133,9 @@ def test_replay_execution_command_verifies_and_catches_an_altered_log(capsys) ->
     )
     call_command("replay_execution", str(execution.pk), "--verify")
     out = capsys.readouterr().out
-    assert "verified" in out and "review" in out and "timer_started" in out
+    assert "verified" in out
+    assert "review" in out
+    assert "timer_started" in out
     call_command("replay_execution", str(execution.pk), "--at-seq", "2")
     assert "status running" in capsys.readouterr().out
     seq = Event.objects.get(execution=execution, type="timer_started").seq

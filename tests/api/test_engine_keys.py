@@ -49,15 +49,18 @@ def test_a_client_key_shaped_like_a_schedule_tick_neither_takes_nor_suppresses_i
     taken = _post_execution(admin, "nightly", key)
     monkeypatch.setattr("django.utils.timezone.now", lambda: TICK)
     fired = run_schedule(str(schedule.pk))
-    assert fired is not None and fired != taken["id"]
+    assert fired is not None
+    assert fired != taken["id"]
     engine = Execution.objects.get(pk=fired)
-    assert engine.engine_key == key and engine.idempotency_key is None
+    assert engine.engine_key == key
+    assert engine.idempotency_key is None
     assert engine.created_by == f"schedule:{schedule.pk}"
     assert run_schedule(str(schedule.pk)) == fired  # the tick, redelivered: still one
     # The client's key still finds the client's execution, and only it.
     assert _post_execution(admin, "nightly", key)["id"] == taken["id"]
     client_run = Execution.objects.get(pk=taken["id"])
-    assert client_run.idempotency_key == key and client_run.engine_key is None
+    assert client_run.idempotency_key == key
+    assert client_run.engine_key is None
     assert Execution.objects.count() == 2
 
 
@@ -67,13 +70,15 @@ def test_a_client_key_shaped_like_a_child_key_does_not_match_the_child(admin) ->
     run_task(Attempt.objects.get(execution=parent, node_id="sub").pk)
     child = Execution.objects.get(parent_execution=parent)
     key = f"child:{parent.pk}:sub:1"
-    assert child.engine_key == key and child.idempotency_key is None
+    assert child.engine_key == key
+    assert child.idempotency_key is None
     assert (child.parent_node_id, child.parent_attempt, child.depth) == ("sub", 1, 1)
     assert child.created_by == f"parent:{parent.pk}"
     posed = _post_execution(admin, "leaf", key)
     assert posed["id"] != str(child.pk)
     impostor = Execution.objects.get(pk=posed["id"])
-    assert impostor.parent_execution_id is None and impostor.depth == 0
+    assert impostor.parent_execution_id is None
+    assert impostor.depth == 0
     # The child is found through the foreign key, and only it answers the parent.
     run_task(Attempt.objects.get(execution=child).pk)
     child.refresh_from_db()
@@ -97,8 +102,10 @@ def test_a_child_past_the_depth_limit_fails_its_node_without_retry(settings) -> 
     mid.refresh_from_db()
     assert mid.status == "failed"
     cause = mid.error["cause"]
-    assert cause["type"] == "MaxDepthExceeded" and cause["retryable"] is False
-    assert "WORKFLOW_MAX_DEPTH=1" in cause["message"] and "'deeper'" in cause["message"]
+    assert cause["type"] == "MaxDepthExceeded"
+    assert cause["retryable"] is False
+    assert "WORKFLOW_MAX_DEPTH=1" in cause["message"]
+    assert "'deeper'" in cause["message"]
     assert not Execution.objects.filter(parent_execution=mid).exists()
     assert Attempt.objects.filter(execution=mid).count() == 1
     notify_parent(str(mid.pk))
@@ -129,8 +136,10 @@ def test_a_version_that_closes_a_cycle_is_refused_with_400(admin) -> None:
     assert response.status_code == 400, response.content
     body = response.json()
     (problem,) = body["errors"]
-    assert problem["node"] == "call_b" and problem["field"] == "workflow"
-    assert "a -> b -> a" in problem["message"] and "a -> b -> a" in body["detail"]
+    assert problem["node"] == "call_b"
+    assert problem["field"] == "workflow"
+    assert "a -> b -> a" in problem["message"]
+    assert "a -> b -> a" in body["detail"]
     assert admin.get("/workflows/a").json()["latest_version"] == 1
 
 
@@ -163,7 +172,8 @@ def test_self_calls_and_cycles_through_map_bodies_are_refused(admin) -> None:
     )
     assert response.status_code == 400, response.content
     (problem,) = response.json()["errors"]
-    assert problem["node"] == "fan" and problem["field"] == "node.workflow"
+    assert problem["node"] == "fan"
+    assert problem["field"] == "node.workflow"
     assert "ring -> hop -> ring" in problem["message"]
     # A new workflow can close a cycle too: c calls d (not there yet), d calls c.
     _workflow(admin, "c", _calls("d"))

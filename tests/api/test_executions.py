@@ -29,8 +29,11 @@ def test_start_by_name_schedules_the_root_node(api: APIClient, version) -> None:
     response = api.post("/executions", {"workflow": "two-step", "input": {"x": 1}}, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
-    assert body["status"] == "running" and body["version"] == 1 and body["input"] == {"x": 1}
-    assert body["workflow_id"] == version.workflow_id and body["replay_of"] is None
+    assert body["status"] == "running"
+    assert body["version"] == 1
+    assert body["input"] == {"x": 1}
+    assert body["workflow_id"] == version.workflow_id
+    assert body["replay_of"] is None
     types = list(Event.objects.filter(execution_id=body["id"]).values_list("type", "node_id"))
     assert types == [("workflow_started", None), ("task_scheduled", "a")]
     tasks = api.get(f"/executions/{body['id']}/tasks/").json()["results"]
@@ -58,7 +61,8 @@ def test_idempotency_key_returns_the_same_execution(api: APIClient, version) -> 
     other = api.post(
         "/executions", {**body, "input": {"x": 3}}, format="json", HTTP_IDEMPOTENCY_KEY="k-1"
     )
-    assert other.status_code == 409 and "Idempotency-Key" in other.json()["detail"]
+    assert other.status_code == 409
+    assert "Idempotency-Key" in other.json()["detail"]
 
 
 @pytest.mark.parametrize(
@@ -113,7 +117,8 @@ def test_reads_list_detail_and_events(api: APIClient, version) -> None:
     assert [e["seq"] for e in tail] == [2]
     assert api.get(f"/executions/{ids[0]}/events?after_seq=x").status_code == 400
     one = api.get(f"/executions/{ids[0]}/tasks/a").json()
-    assert one["node_id"] == "a" and [e["type"] for e in one["events"]] == ["task_scheduled"]
+    assert one["node_id"] == "a"
+    assert [e["type"] for e in one["events"]] == ["task_scheduled"]
     assert one["attempt_history"][0]["status"] == "scheduled"
 
 

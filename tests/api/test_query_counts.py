@@ -71,7 +71,9 @@ def test_eager_dispatch_claims_the_next_attempt_in_the_same_unit_of_work(
     assert attempt_claim(attempt_id=attempt.pk, worker_id="w") is not None
     with django_assert_max_num_queries(COMPLETE_AND_CLAIM_NEXT_QUERIES):
         claimed = attempt_complete_and_claim_next(attempt_id=attempt.pk, worker_id="w", output=1)
-    assert claimed is not None and claimed.node.id == "b" and claimed.input is None
+    assert claimed is not None
+    assert claimed.node.id == "b"
+    assert claimed.input is None
     kinds = list(Event.objects.filter(execution=execution).order_by("seq").values_list("type"))
     assert [k for (k,) in kinds][-3:] == ["task_completed", "task_scheduled", "task_started"]
     execution.refresh_from_db()
@@ -115,7 +117,7 @@ def _with_history(size: int) -> tuple[Execution, ExecutionState]:
             data=e.data,
             timestamp=e.timestamp,
             source=e.source,
-        )  # fmt: skip
+        )
         for e in events
     )
     return execution, state

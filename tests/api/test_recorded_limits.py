@@ -35,7 +35,8 @@ def test_a_setting_changed_mid_run_changes_nothing_for_a_started_execution() -> 
         execution = start(MAP, {"items": list(range(5))})
         at_start = decision_limits()
     recorded = Event.objects.get(execution=execution, type="workflow_started").data["limits"]
-    assert recorded == at_start and recorded["map_default_max_parallel"] == 2
+    assert recorded == at_start
+    assert recorded["map_default_max_parallel"] == 2
     assert len(scheduled(execution)) == 2
     # The operator raises the setting while it runs: this execution keeps two at a time.
     with overridden(map_default_max_parallel=5):

@@ -50,8 +50,10 @@ def test_debug_off_with_the_built_in_secret_key_refuses_to_start() -> None:
 
 def test_tls_and_proxy_settings_come_from_the_environment() -> None:
     plain = json.loads(settings_with(SECRET_KEY="k").stdout)
-    assert plain["SESSION_COOKIE_SECURE"] is False and plain["SECURE_HSTS_SECONDS"] == 0
-    assert plain["CSRF_TRUSTED_ORIGINS"] == [] and plain["SECURE_PROXY_SSL_HEADER"] is None
+    assert plain["SESSION_COOKIE_SECURE"] is False
+    assert plain["SECURE_HSTS_SECONDS"] == 0
+    assert plain["CSRF_TRUSTED_ORIGINS"] == []
+    assert plain["SECURE_PROXY_SSL_HEADER"] is None
     behind = settings_with(
         SECRET_KEY="k",
         WORKFLOW_TLS="1",
@@ -59,12 +61,14 @@ def test_tls_and_proxy_settings_come_from_the_environment() -> None:
         SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
     )
     shown = json.loads(behind.stdout)
-    assert shown["SESSION_COOKIE_SECURE"] is True and shown["CSRF_COOKIE_SECURE"] is True
+    assert shown["SESSION_COOKIE_SECURE"] is True
+    assert shown["CSRF_COOKIE_SECURE"] is True
     assert shown["SECURE_HSTS_SECONDS"] == 31536000
     assert shown["CSRF_TRUSTED_ORIGINS"] == ["https://wf.example.com", "https://ops.example.com"]
     assert shown["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     bad = settings_with(SECRET_KEY="k", SECURE_PROXY_SSL_HEADER="X_FORWARDED_PROTO")
-    assert bad.returncode != 0 and "HEADER,value" in bad.stderr
+    assert bad.returncode != 0
+    assert "HEADER,value" in bad.stderr
 
 
 @pytest.mark.django_db
@@ -73,13 +77,15 @@ def test_run_demo_never_changes_an_existing_user(django_user_model) -> None:
     mine = django_user_model.objects.create_superuser("admin", "me@example.com", "my-own-pw")
     key = ensure_admin(lines.append)
     mine.refresh_from_db()
-    assert mine.check_password("my-own-pw") and not mine.check_password("admin")
+    assert mine.check_password("my-own-pw")
+    assert not mine.check_password("admin")
     assert Token.objects.get(user=mine).key == key
     django_user_model.objects.filter(pk=mine.pk).update(is_superuser=False)
     with pytest.raises(DemoUserUnusable, match="never changes an existing user"):
         ensure_admin(lines.append)
     mine.refresh_from_db()
-    assert not mine.is_superuser and mine.check_password("my-own-pw")
+    assert not mine.is_superuser
+    assert mine.check_password("my-own-pw")
 
 
 @pytest.mark.django_db
@@ -108,7 +114,8 @@ def test_tokens_are_masked_everywhere_in_the_admin(client, django_user_model) ->
     response = client.post(pages[2], {"post": "yes"})
     assert response.status_code == 302
     entry = LogEntry.objects.get()
-    assert keys[1] not in entry.object_repr and keys[1][:6] in entry.object_repr
+    assert keys[1] not in entry.object_repr
+    assert keys[1][:6] in entry.object_repr
 
 
 @pytest.mark.django_db

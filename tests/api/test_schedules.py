@@ -42,7 +42,8 @@ def test_create_returns_the_schedule_and_its_next_run(api, version, monkeypatch)
     _at(monkeypatch, datetime(2025, 3, 28, 9, 0, tzinfo=UTC))
     body = _create(api, cron="30 9 * * 1-5", timezone="Europe/Paris", input={"n": 1})
     assert body["next_run_at"] == "2025-03-31T07:30:00Z"
-    assert body["workflow_id"] == version.workflow_id and body["version"] is None
+    assert body["workflow_id"] == version.workflow_id
+    assert body["version"] is None
     assert (body["cron"], body["timezone"], body["input"], body["enabled"]) == (
         "30 9 * * 1-5",
         "Europe/Paris",
@@ -55,7 +56,9 @@ def test_create_returns_the_schedule_and_its_next_run(api, version, monkeypatch)
 def test_defaults_and_pinned_version(api, version, monkeypatch) -> None:
     _at(monkeypatch, datetime(2025, 1, 1, 12, 2, 30, tzinfo=UTC))
     body = _create(api, workflow=version.workflow_id, version=1, cron="*/5 * * * *")
-    assert body["timezone"] == "UTC" and body["input"] == {} and body["version"] == 1
+    assert body["timezone"] == "UTC"
+    assert body["input"] == {}
+    assert body["version"] == 1
     assert body["next_run_at"] == "2025-01-01T12:05:00Z"
 
 
@@ -69,9 +72,11 @@ def test_the_beat_entry_mirrors_the_schedule_and_goes_with_it(api, version) -> N
     assert str(crontab.timezone) == "Asia/Tokyo"
 
     resumed = api.patch(f"/schedules/{body['id']}", {"enabled": True}, format="json")
-    assert resumed.status_code == 200 and resumed.json()["enabled"] is True
+    assert resumed.status_code == 200
+    assert resumed.json()["enabled"] is True
     task.refresh_from_db()
-    assert task.enabled is True and resumed.json()["next_run_at"] is not None
+    assert task.enabled is True
+    assert resumed.json()["next_run_at"] is not None
 
     assert api.delete(f"/schedules/{body['id']}/").status_code == 204
     assert not Schedule.objects.exists()
@@ -92,10 +97,12 @@ def test_resuming_does_not_catch_up_the_paused_ticks(api, version) -> None:
     assert tasks.get().last_run_at is None
     # An empty PATCH changes nothing (every PATCH field is optional, as the schema says).
     unchanged = api.patch(f"/schedules/{schedule_id}", {}, format="json")
-    assert unchanged.status_code == 200 and unchanged.json()["enabled"] is True
+    assert unchanged.status_code == 200
+    assert unchanged.json()["enabled"] is True
     assert tasks.get().last_run_at is None
     bad = api.patch(f"/schedules/{schedule_id}", {"enabled": "yes"}, format="json")
-    assert bad.status_code == 400 and "enabled" in bad.json()
+    assert bad.status_code == 400
+    assert "enabled" in bad.json()
 
 
 def test_list_and_get(api, version) -> None:
@@ -105,7 +112,8 @@ def test_list_and_get(api, version) -> None:
     assert [s["id"] for s in listed["results"]] == ids
     assert api.get("/schedules/?limit=1").json()["results"][0]["id"] == ids[0]
     one = api.get(f"/schedules/{ids[1]}").json()
-    assert one["id"] == ids[1] and one["cron"] == "2 * * * *"
+    assert one["id"] == ids[1]
+    assert one["cron"] == "2 * * * *"
     assert api.get(f"/schedules/{uuid.uuid4()}").status_code == 404
     assert api.get("/schedules/not-a-uuid").json()["detail"].startswith("No schedule")
 
@@ -141,7 +149,8 @@ def test_list_and_get(api, version) -> None:
 def test_bad_requests_are_400_naming_the_field(api, version, body, field) -> None:
     response = api.post("/schedules", body, format="json")
     assert response.status_code == 400, response.content
-    assert field in response.json() and response.json()["detail"]
+    assert field in response.json()
+    assert response.json()["detail"]
     assert not Schedule.objects.exists()
     assert not PeriodicTask.objects.filter(task=RUN_TASK).exists()
 
@@ -165,8 +174,10 @@ def test_one_execution_per_tick_however_often_the_task_runs(api, version, monkey
     execution = Execution.objects.get()
     # The engine's own key: the client's idempotency_key column is never used for it.
     assert execution.engine_key == f"schedule:{schedule_id}:2025-06-01T08:05:00+00:00"
-    assert execution.idempotency_key is None and execution.created_by == f"schedule:{schedule_id}"
-    assert execution.input == {"n": 7} and execution.version == version
+    assert execution.idempotency_key is None
+    assert execution.created_by == f"schedule:{schedule_id}"
+    assert execution.input == {"n": 7}
+    assert execution.version == version
 
     _at(monkeypatch, TICK + timedelta(minutes=5, seconds=1))
     run_schedule(schedule_id)
@@ -201,7 +212,8 @@ def test_disabled_or_deleted_schedules_start_nothing(api, version, monkeypatch) 
     deleted = _create(api, cron="*/5 * * * *")["id"]
     api.delete(f"/schedules/{deleted}")
     _at(monkeypatch, TICK)
-    assert run_schedule(paused) is None and run_schedule(deleted) is None
+    assert run_schedule(paused) is None
+    assert run_schedule(deleted) is None
     assert not Execution.objects.exists()
 
 

@@ -71,14 +71,16 @@ def test_idempotency_key_header_and_typed_bodies() -> None:
     schema = _schema()
     start = schema["paths"]["/executions"]["post"]
     header = next(p for p in start["parameters"] if p["name"] == "Idempotency-Key")
-    assert header["in"] == "header" and header["schema"]["maxLength"] == 255
+    assert header["in"] == "header"
+    assert header["schema"]["maxLength"] == 255
     body = start["requestBody"]["content"]
     assert list(body) == ["application/json"], "only JSON bodies are accepted"
     components = schema["components"]["schemas"]
     create = components["WorkflowCreateRequest"]["properties"]
     assert create["definition"]["allOf"] == [{"$ref": "#/components/schemas/Definition"}]
     node = components["Node"]
-    assert node["required"] == ["id", "type"] and node["additionalProperties"] is False
+    assert node["required"] == ["id", "type"]
+    assert node["additionalProperties"] is False
     assert node["properties"]["type"]["enum"] == [
         "function", "http", "delay", "approval", "workflow", "map"
     ]  # fmt: skip

@@ -77,7 +77,8 @@ def test_every_event_is_chained_and_the_execution_keeps_the_head() -> None:
     # Floats, big numbers and non-ASCII text survive the database round trip unchanged.
     execution = run_first_node({"ratio": 2.0, "big": 1e300, "tiny": 1e-7, "name": "Zoë"})
     rows = list(Event.objects.filter(execution=execution).order_by("seq"))
-    assert len(rows) >= 5 and all(len(row.hash) == 64 for row in rows)
+    assert len(rows) >= 5
+    assert all(len(row.hash) == 64 for row in rows)
     assert len({row.hash for row in rows}) == len(rows)
     assert execution.last_hash == rows[-1].hash
     assert first_break(linked_events(execution.pk), last_hash=execution.last_hash) is None
@@ -112,7 +113,9 @@ def test_an_edited_worker_output_is_caught_at_its_seq(capsys, tmp_path) -> None:
     assert f"{execution.pk} [chain] hash chain broken at seq {seq}" in out
     assert str(clean.pk) not in out
     body = json.loads(report.read_text())
-    assert body["executions"] == 2 and body["events"] > 0 and body["events_per_second"] > 0
+    assert body["executions"] == 2
+    assert body["events"] > 0
+    assert body["events_per_second"] > 0
     chain = [p for p in body["problems"] if p["kind"] == "chain"]
     assert chain == [
         {
@@ -140,7 +143,8 @@ def test_an_edited_decision_is_caught_by_the_chain_and_by_replay(capsys) -> None
     assert f"[chain] hash chain broken at seq {started.seq}" in out
     assert f"[decisions] divergence at seq {started.seq}" in out
     # The stored rows still hold the truth the edit removed from the log.
-    assert "[projection] task wait.input" in out and "[timers] delay timer wait#1: due" in out
+    assert "[projection] task wait.input" in out
+    assert "[timers] delay timer wait#1: due" in out
 
 
 @pytest.mark.tampered
@@ -192,7 +196,8 @@ def test_verify_logs_finds_drifted_rows_and_rebuild_rewrites_them(capsys) -> Non
     assert Task.objects.get(execution=execution, node_id="a").status == "succeeded"
     assert Attempt.objects.get(execution=execution, node_id="a").status == "succeeded"
     timer = Timer.objects.get(execution=execution, node_id="wait")
-    assert timer.fired_at is None and timer.kind == "delay"
+    assert timer.fired_at is None
+    assert timer.kind == "delay"
     call_command("verify_logs", "--all")
     assert "ok: every checked log verifies" in capsys.readouterr().out
 

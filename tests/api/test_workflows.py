@@ -88,12 +88,14 @@ def test_list_is_paginated(api: APIClient) -> None:
     first = api.get("/workflows?limit=2").json()
     assert set(first) >= {"next", "previous", "results"}
     assert [w["name"] for w in first["results"]] == ["a-flow", "b-flow"]
-    assert first["previous"] is None and first["next"]
+    assert first["previous"] is None
+    assert first["next"]
     assert first["results"][0]["latest_version"] == 1
     assert first["results"][0]["definition"] == ONE_NODE
     second = api.get(first["next"]).json()
     assert [w["name"] for w in second["results"]] == ["c-flow"]
-    assert second["next"] is None and second["previous"]
+    assert second["next"] is None
+    assert second["previous"]
 
 
 @pytest.mark.parametrize("slash", ["", "/"])
@@ -141,7 +143,8 @@ def test_duplicate_name_is_400_naming_name(api: APIClient) -> None:
     assert response.status_code == 400
     body = response.json()
     assert "already exists" in body["name"][0]
-    assert "name" in body["detail"] and "versions" in body["detail"]
+    assert "name" in body["detail"]
+    assert "versions" in body["detail"]
     assert WorkflowDefinition.objects.count() == 1
 
 
@@ -162,7 +165,8 @@ def test_bad_create_requests_are_400_naming_the_field(
 ) -> None:
     response = api.post("/workflows", body, format="json")
     assert response.status_code == 400, response.content
-    assert field in response.json() and response.json()["detail"]
+    assert field in response.json()
+    assert response.json()["detail"]
     assert WorkflowDefinition.objects.count() == 0
 
 
@@ -229,7 +233,8 @@ def test_invalid_definition_is_400_naming_node_and_field(
     response = create(api, definition=definition)
     assert response.status_code == 400, response.content
     body = response.json()
-    assert "Invalid definition" in body["detail"] and message in body["detail"]
+    assert "Invalid definition" in body["detail"]
+    assert message in body["detail"]
     assert any(
         e["node"] == node and e["field"] == field and message in e["message"]
         for e in body["errors"]
@@ -313,9 +318,12 @@ def test_only_json_bodies_are_accepted(api: APIClient) -> None:
     # Forms and multipart were accepted before; only JSON now (a multipart file part
     # would be streamed past the body size limit).
     form = api.post("/workflows", {"name": "form", "definition": "{}"})
-    assert form.status_code == 415 and form.json()["detail"]
+    assert form.status_code == 415
+    assert form.json()["detail"]
     multipart = api.post("/workflows", {"name": "form", "definition": "{}"}, format="multipart")
-    assert multipart.status_code == 415 and multipart.json()["detail"]
+    assert multipart.status_code == 415
+    assert multipart.json()["detail"]
     text = api.generic("POST", "/workflows", "hello", content_type="text/plain")
-    assert text.status_code == 415 and text.json()["detail"]
+    assert text.status_code == 415
+    assert text.json()["detail"]
     assert not WorkflowDefinition.objects.filter(name="form").exists()

@@ -89,7 +89,7 @@ HTTP_NODE = "notify"
 class _Handler(BaseHTTPRequestHandler):
     server: CountingServer
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.count(self.headers.get("Idempotency-Key") or "")
         try:

@@ -47,7 +47,8 @@ def test_failure_runs_compensations_in_reverse_completion_order(live) -> None:
     order = [e.node_id for e in events(done, "compensation_scheduled")]
     assert order == ["hold", "reserve"]
     release = Task.objects.get(execution=done, node_id="reserve.compensation")
-    assert release.status == "succeeded" and release.output == {"release": "12A"}
+    assert release.status == "succeeded"
+    assert release.output == {"release": "12A"}
     unhold = Task.objects.get(execution=done, node_id="hold.compensation")
     assert unhold.output == {"unhold": "visa"}
     assert not Task.objects.filter(execution=done, node_id="charge.compensation").exists()

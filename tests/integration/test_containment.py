@@ -63,7 +63,8 @@ def assert_canary_works(live) -> None:
     took = time.monotonic() - began
     assert took < CANARY_SECONDS, f"the canary took {took:.1f}s"
     print(f"canary ended in {took:.1f}s")
-    assert done.status == "failed" and done.error["nodes"] == ["slow"], done.error
+    assert done.status == "failed", done.error
+    assert done.error["nodes"] == ["slow"], done.error
     timeouts = events(done, "task_timed_out", "slow")
     assert [e.attempt for e in timeouts] == [1, 2]
     assert all("timeout_seconds passed" in e.data["error"]["message"] for e in timeouts)
@@ -90,7 +91,8 @@ def ended_on_garbage(live, execution_id: object, definition: dict) -> Execution:
 def assert_engine_error(execution: Execution, where: str) -> None:
     assert execution.status == "failed", execution.error
     error = execution.error
-    assert error["type"] == "EngineError" and error["where"] == where, error
+    assert error["type"] == "EngineError", error
+    assert error["where"] == where, error
     assert error["message"].startswith("DefinitionError: nodes: must be a non-empty list"), error
     assert Event.objects.filter(execution=execution, type="engine_error").count() == 1
 
@@ -109,7 +111,8 @@ def test_a_definition_corrupted_under_an_execution_fails_it_at_the_claim(live) -
     print(f"corrupted at the claim: failed with an engine error in {took:.1f}s")
     assert_engine_error(done, "worker")
     cancelled = events(done, "task_cancelled", "a")
-    assert len(cancelled) == 1 and cancelled[0].data == {"reason": "engine error"}
+    assert len(cancelled) == 1
+    assert cancelled[0].data == {"reason": "engine error"}
     assert_canary_works(live)
 
 
@@ -148,7 +151,8 @@ def test_a_workflow_calling_itself_stops_at_the_depth_limit(live) -> None:
     assert [e.depth for e in chain] == list(range(17))
     assert all(e.status == "failed" for e in chain)
     deepest = chain[-1].error["cause"]
-    assert deepest["type"] == "MaxDepthExceeded" and "WORKFLOW_MAX_DEPTH=16" in deepest["message"]
+    assert deepest["type"] == "MaxDepthExceeded"
+    assert "WORKFLOW_MAX_DEPTH=16" in deepest["message"]
     print(f"depth backstop: 17 nested executions failed in {took:.1f}s")
     assert_canary_works(live)
 
@@ -169,7 +173,8 @@ def test_a_sub_workflow_node_that_times_out_cancels_its_child(live) -> None:
         }
     )
     done = live.wait(parent.pk, timeout=30)
-    assert done.status == "failed" and done.error["cause"]["type"] == "Timeout"
+    assert done.status == "failed"
+    assert done.error["cause"]["type"] == "Timeout"
     child = Execution.objects.get(parent_execution=done)
     assert (child.parent_node_id, child.parent_attempt) == ("sub", 1)
     child = live.wait(child.pk, timeout=20)

@@ -58,7 +58,8 @@ def assert_engine_error(execution: Execution, where: str, broke: str) -> dict:
     execution.refresh_from_db()
     assert execution.status == "failed", execution.error
     error = execution.error
-    assert error["type"] == "EngineError" and error["where"] == where, error
+    assert error["type"] == "EngineError", error
+    assert error["where"] == where, error
     assert error["message"].startswith(broke), error
     (fact,) = events(execution, "engine_error")
     assert fact.data == {"error": error}
@@ -76,7 +77,8 @@ def test_one_bad_item_neither_stops_the_sweep_nor_the_next_tick() -> None:
         assert_engine_error(bad, "sweeper: attempt timeout", "DefinitionError")
         assert report.timed_out == 1
         good.refresh_from_db()
-        assert good.status == "failed" and good.error["cause"]["type"] == "Timeout"
+        assert good.status == "failed"
+        assert good.error["cause"]["type"] == "Timeout"
         # Ended, the bad execution offers the sweeper nothing more.
         assert not Attempt.objects.filter(
             execution=bad, status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING]
@@ -113,7 +115,8 @@ def test_an_execution_whose_engine_error_cannot_be_recorded_is_backed_off(monkey
     # With the definition readable again the stuck attempt times out the ordinary way.
     sweep()
     bad.refresh_from_db()
-    assert bad.status == "failed" and bad.error["cause"]["type"] == "Timeout"
+    assert bad.status == "failed"
+    assert bad.error["cause"]["type"] == "Timeout"
 
 
 @pytest.mark.django_db
@@ -169,7 +172,8 @@ def test_the_worker_boundary_fails_the_execution_of_an_unclaimable_attempt() -> 
     # The cause fixed (the row readable again), an operator's retry runs the node afresh.
     execution_retry(execution_id=execution.pk, by="ops")
     execution.refresh_from_db()
-    assert execution.status == "running" and execution.error is None
+    assert execution.status == "running"
+    assert execution.error is None
     retried = Attempt.objects.get(execution=execution, attempt=2)
     assert retried.status == AttemptStatus.SCHEDULED
 
@@ -188,11 +192,13 @@ def test_an_output_the_database_refuses_fails_only_its_execution() -> None:
     error = assert_engine_error(execution, "worker", "DataError: unsupported Unicode escape")
     assert "\\u0000 cannot be converted to text" in error["message"]
     (cancelled,) = events(execution, "task_cancelled", "n")
-    assert cancelled.attempt == 1 and not events(execution, "task_completed")
+    assert cancelled.attempt == 1
+    assert not events(execution, "task_completed")
     attempt.refresh_from_db()
     assert attempt.status == AttemptStatus.CANCELLED
     other.refresh_from_db()
-    assert other.status == "running" and not events(other, "engine_error")
+    assert other.status == "running"
+    assert not events(other, "engine_error")
 
 
 @pytest.mark.django_db
@@ -247,5 +253,6 @@ def test_post_executions_on_a_broken_version_is_201_with_a_failed_execution(
         )
         assert response.status_code == 201, response.content
         body = response.json()
-        assert body["status"] == "failed" and body["error"]["type"] == "EngineError"
+        assert body["status"] == "failed"
+        assert body["error"]["type"] == "EngineError"
         assert_engine_error(Execution.objects.get(pk=body["id"]), "start", "DefinitionError")

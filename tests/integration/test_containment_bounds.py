@@ -84,7 +84,8 @@ def test_a_far_until_is_refused_when_literal_and_fails_its_node_when_templated(
     done = live.wait(execution_id, timeout=30)
     assert done.status == "failed"
     error = failed_node(done, "wait")
-    assert error["type"] == "LimitExceeded" and fragment in error["message"], error
+    assert error["type"] == "LimitExceeded", error
+    assert fragment in error["message"], error
     assert not Event.objects.filter(execution=done, type="timer_started").exists()
     assert_canary_works(live)
 
@@ -127,7 +128,8 @@ def test_a_map_over_100001_items_answers_201_fast_and_fails_the_map(live, api) -
     assert done.status == "failed"
     error = failed_node(done, "each")
     assert error["type"] == "LimitExceeded", error
-    assert "WORKFLOW_MAP_MAX_ITEMS" in error["message"] and "100,001" in error["message"]
+    assert "WORKFLOW_MAP_MAX_ITEMS" in error["message"]
+    assert "100,001" in error["message"]
     assert not Task.objects.filter(execution=done, node_id__startswith="each[").exists()
     assert_canary_works(live)
 
@@ -220,7 +222,8 @@ def test_retry_after_of_any_value_is_clamped_and_retried(live, value: str) -> No
     assert done.status == "failed"
     assert len(server.requests) == 2, server.requests
     errors = [e.data["error"] for e in events(done, "task_failed", "call")]
-    assert len(errors) == 2 and all(e["status_code"] == 503 for e in errors)
+    assert len(errors) == 2
+    assert all(e["status_code"] == 503 for e in errors)
     expected = {"inf": 86400.0, "1e999": 86400.0, "-7": 0.0}.get(value)
     assert [e.get("retry_after_seconds") for e in errors] == [expected, expected]
     [retry] = events(done, "task_retry_scheduled", "call")
@@ -254,7 +257,8 @@ def test_an_overflowing_when_fails_its_node_with_a_template_error(live) -> None:
     done = live.wait(offender.pk, timeout=30)
     assert done.status == "failed"
     error = failed_node(done, "after")
-    assert error["type"] == "TemplateError" and "OverflowError" in error["message"], error
+    assert error["type"] == "TemplateError", error
+    assert "OverflowError" in error["message"], error
     assert not Event.objects.filter(execution=done, type="engine_error").exists()
     assert_canary_works(live)
 
@@ -290,7 +294,8 @@ def test_an_attempt_past_its_hard_limit_fails_and_its_worker_slot_is_reclaimed(l
             done = live.wait(execution.pk, timeout=60)
             assert done.status == "failed"
             error = failed_node(done, "stuck")
-            assert error["type"] == "HardTimeLimit" and error["retryable"] is False, error
+            assert error["type"] == "HardTimeLimit", error
+            assert error["retryable"] is False, error
             assert "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS" in error["message"], error
         took = time.monotonic() - began
         # 2 s and a 2 s grace, not the function's 600 s.

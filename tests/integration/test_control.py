@@ -54,7 +54,8 @@ def test_cancel_stops_a_running_sleep_and_its_dependents_never_start(live) -> No
     quick = start({"nodes": [{"id": "ping", "type": "function", "function": "std.noop"}]})
     assert live.wait(quick.pk, timeout=15).status == "succeeded"
     time.sleep(1.5)  # a stopped node must not record anything late either
-    assert len(events(done)) == len(timeline(done)) and events(done, "task_completed") == []
+    assert len(events(done)) == len(timeline(done))
+    assert events(done, "task_completed") == []
     with pytest.raises(NotAllowed):
         execution_cancel(execution_id=done.pk)
 
@@ -112,10 +113,12 @@ def test_retry_after_the_server_is_fixed_continues_the_same_execution(live, serv
     switch.fixed = True
     execution_retry(execution_id=failed.pk)
     done = live.wait(failed.pk)
-    assert done.pk == execution.pk and done.status == "succeeded", timeline(done)
+    assert done.pk == execution.pk, timeline(done)
+    assert done.status == "succeeded", timeline(done)
     assert done.output == {"use": 7}
     fetch = Task.objects.get(execution=done, node_id="fetch")
-    assert fetch.attempts == 3 and fetch.status == "succeeded"
+    assert fetch.attempts == 3
+    assert fetch.status == "succeeded"
     assert [e.attempt for e in events(done, "task_started", "fetch")] == [1, 2, 3]
     (request,) = events(done, "retry_requested")
     assert request.data["nodes"] == ["fetch", "use"]
@@ -153,8 +156,10 @@ def test_replay_from_a_middle_node_reuses_upstream_outputs(live, server) -> None
     assert server.hits("/always-ok") == 1
     replay = execution_replay(execution_id=original.pk, from_node="transform")
     done = live.wait(replay.pk)
-    assert done.status == "succeeded" and done.replay_of_id == original.pk
-    assert done.version_id == original.version_id and done.input == {"run": 1}
+    assert done.status == "succeeded"
+    assert done.replay_of_id == original.pk
+    assert done.version_id == original.version_id
+    assert done.input == {"run": 1}
     assert server.hits("/always-ok") == 1  # upstream server not called again
     (reused,) = events(done, "task_completed", "fetch")
     assert reused.data["reused_from"] == str(original.pk)

@@ -77,7 +77,8 @@ def test_user_signup_dag_runs_in_order(live) -> None:
         seq_of(done, "task_completed", "email"), seq_of(done, "task_completed", "team")
     )
     kinds = [kind for _, kind, _, _ in timeline(done)]
-    assert kinds[0] == "workflow_started" and kinds[-1] == "workflow_completed"
+    assert kinds[0] == "workflow_started"
+    assert kinds[-1] == "workflow_completed"
     assert kinds.count("task_scheduled") == kinds.count("task_started") == 5
     assert kinds.count("task_completed") == 5
     assert set(Task.objects.filter(execution=done).values_list("status", flat=True)) == {
@@ -114,10 +115,13 @@ def test_http_node_retries_503_with_growing_backoff_and_succeeds_on_attempt_3(li
         done = live.wait(execution.pk, timeout=60)
     assert done.status == "succeeded", (done.error, timeline(done))
     task = Task.objects.get(execution=done, node_id="workspace")
-    assert task.attempts == 3 and task.retry_count == 2
-    assert task.output["status_code"] == 200 and task.output["body"] == {"workspace": "ws-1"}
+    assert task.attempts == 3
+    assert task.retry_count == 2
+    assert task.output["status_code"] == 200
+    assert task.output["body"] == {"workspace": "ws-1"}
     delays = [e.data["delay_seconds"] for e in events(done, "task_retry_scheduled")]
-    assert len(delays) == 2 and 0 < delays[0] < delays[1], delays
+    assert len(delays) == 2, delays
+    assert 0 < delays[0] < delays[1], delays
     failures = events(done, "task_failed")
     assert [e.attempt for e in failures] == [1, 2]
     assert all(
@@ -128,7 +132,7 @@ def test_http_node_retries_503_with_growing_backoff_and_succeeds_on_attempt_3(li
     )
     # The backoff really was waited: attempt 2 starts no sooner than its recorded delay.
     retry1 = events(done, "task_retry_scheduled")[0]
-    start2 = [e for e in events(done, "task_started") if e.attempt == 2][0]
+    start2 = next(e for e in events(done, "task_started") if e.attempt == 2)
     assert (start2.timestamp - retry1.timestamp).total_seconds() >= delays[0]
     keys = {request.headers.get("Idempotency-Key") for request in server.seen}
     assert keys == {f"{done.pk}:workspace"}
@@ -166,7 +170,8 @@ def test_non_retryable_failure_fails_execution_after_one_attempt(live) -> None:
     assert done.status == "failed"
     assert "charge" in done.error["message"]
     charge = Task.objects.get(execution=done, node_id="charge")
-    assert charge.status == "failed" and charge.attempts == 1
+    assert charge.status == "failed"
+    assert charge.attempts == 1
     assert charge.error["message"] == "card declined"
     assert events(done, "task_retry_scheduled") == []
     for dependent in ("ship", "notify"):

@@ -178,9 +178,11 @@ def test_worker_killed_mid_node_is_timed_out_and_retried_on_a_survivor(live) -> 
     done = live.wait(execution.pk, timeout=90)
     assert done.status == "succeeded", (done.error, timeline(done))
     task = Task.objects.get(execution=done, node_id="n")
-    assert task.attempts == 2 and task.retry_count == 1
+    assert task.attempts == 2
+    assert task.retry_count == 1
     (timed_out,) = events(done, "task_timed_out")
-    assert timed_out.attempt == 1 and timed_out.source == Source.SWEEPER
+    assert timed_out.attempt == 1
+    assert timed_out.source == Source.SWEEPER
     assert timed_out.data["error"]["type"] == "Timeout"
     assert "lease expired" in timed_out.data["error"]["message"]
     assert [e.attempt for e in events(done, "task_started")] == [1, 2]
@@ -332,7 +334,8 @@ def test_two_sweepers_at_once_time_out_and_fire_each_thing_once(live) -> None:
         done = live.wait(execution.pk)
         assert done.status == "succeeded", (done.error, timeline(done))
         assert Task.objects.get(execution=done, node_id="n").attempts == 2
-        assert count(done, "task_timed_out") == 1 and count(done, "task_retry_scheduled") == 1
+        assert count(done, "task_timed_out") == 1
+        assert count(done, "task_retry_scheduled") == 1
         assert_exact_history(done)
     for execution in waiting:
         done = live.wait(execution.pk)
@@ -354,7 +357,8 @@ def test_expired_lease_is_timed_out_and_retried(live) -> None:
     assert done.status == "succeeded", (done.error, timeline(done))
     assert done.output == {"n": {"x": 2}}
     task = Task.objects.get(execution=done, node_id="n")
-    assert task.attempts == 2 and task.retry_count == 1
+    assert task.attempts == 2
+    assert task.retry_count == 1
     assert [(kind, attempt) for _, kind, _, attempt in timeline(done)][2:] == [
         ("task_started", 1),
         ("task_timed_out", 1),

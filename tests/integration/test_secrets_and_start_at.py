@@ -74,7 +74,8 @@ def test_start_at_holds_the_execution_until_its_time(live) -> None:
         {"nodes": [{"id": "a", "type": "function", "function": "std.noop"}]}, start_at=at
     )
     execution.refresh_from_db()
-    assert execution.status == "pending" and execution.last_seq == 0
+    assert execution.status == "pending"
+    assert execution.last_seq == 0
     time.sleep(0.5)
     execution.refresh_from_db()
     assert execution.status == "pending"

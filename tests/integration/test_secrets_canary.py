@@ -117,7 +117,8 @@ def test_a_canary_secret_reaches_no_table_response_or_log(live) -> None:
         body = {"nodes": [{**node, "input": {"all": f"{{{{ {expression} }}}}"}}]}
         response = api.post("/workflows", {"name": "dump", "definition": body}, format="json")
         assert response.status_code == 400, (expression, response.content)
-        assert "dump" in response.content.decode() and "input.all" in response.content.decode()
+        assert "dump" in response.content.decode()
+        assert "input.all" in response.content.decode()
     # Nor can a new version of an existing workflow dump it.
     fine = {"nodes": [{"id": "n", "type": "function", "function": "std.noop"}]}
     created = api.post("/workflows", {"name": "canary-fine", "definition": fine}, format="json")
@@ -126,7 +127,8 @@ def test_a_canary_secret_reaches_no_table_response_or_log(live) -> None:
     response = api.post(
         f"/workflows/{created.json()['id']}/versions", {"definition": dump}, format="json"
     )
-    assert response.status_code == 400 and "whole context" in response.content.decode()
+    assert response.status_code == 400
+    assert "whole context" in response.content.decode()
 
     with http_server(respond) as server:
         started = {name: start(d) for name, d in workflows(server.url).items()}
@@ -180,5 +182,6 @@ def test_a_nan_in_a_response_fails_the_node_cleanly_not_the_database(live) -> No
         done = live.wait(start(http(server.url + "/ratio")).pk)
     assert done.status == "failed"
     error = Task.objects.get(execution=done, node_id="call").error
-    assert error["type"] == "InvalidOutput" and error["retryable"] is False
+    assert error["type"] == "InvalidOutput"
+    assert error["retryable"] is False
     assert "output.body.ratio" in error["message"]

@@ -51,8 +51,10 @@ def test_child_output_flows_to_the_parent(live) -> None:
     assert done.output == {"after": "ada"}
     (started,) = events(done, "child_workflow_started", "sub")
     child = Execution.objects.get(pk=started.data["child_execution_id"])
-    assert child.parent_execution_id == done.pk and child.status == "succeeded"
-    assert child.input == {"who": "ada"} and child.output == {"hello": "ada"}
+    assert child.parent_execution_id == done.pk
+    assert child.status == "succeeded"
+    assert child.input == {"who": "ada"}
+    assert child.output == {"hello": "ada"}
     live.wait(child.pk)  # verifies the child's log too
 
 

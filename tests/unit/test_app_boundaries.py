@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +95,7 @@ def cycles(graph: dict[str, dict[str, set[str]]]) -> list[list[str]]:
 
 def describe(graph: dict[str, dict[str, set[str]]], cycle: list[str]) -> str:
     steps = []
-    for a, b in zip(cycle, cycle[1:], strict=False):
+    for a, b in pairwise(cycle):
         steps.append(f"{a} -> {b} (in {', '.join(sorted(graph[a][b]))})")
     return "; ".join(steps)
 

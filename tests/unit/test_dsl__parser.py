@@ -720,7 +720,8 @@ def test_accepts_the_contract_example() -> None:
     workspace = definition.by_id["workspace"]
     assert workspace.type == "http"
     assert workspace.depends_on == ("verify",)
-    assert isinstance(workspace.spec, HttpSpec) and workspace.spec.request is not None
+    assert isinstance(workspace.spec, HttpSpec)
+    assert workspace.spec.request is not None
     assert workspace.spec.request["method"] == "POST"
     assert definition.by_id["cool_off"].spec == DelaySpec(seconds=300.0)
     assert definition.by_id["verify"].input == {"user": "{{ input.user_id }}"}
@@ -763,7 +764,8 @@ def test_normalizes_and_merges() -> None:
     assert fan.spec.items == "nodes.fetch.output.items"
     assert fan.spec.max_parallel == 4
     item = fan.spec.node
-    assert item is not None and item.retry_policy.max_attempts == 7
+    assert item is not None
+    assert item.retry_policy.max_attempts == 7
     assert item.retry_policy.initial_interval_seconds == 2.0
     assert undoable.trigger_rule == "all_done"
     assert undoable.when == "nodes.fetch.output.ok && length(input.xs) > `0`"
@@ -864,7 +866,9 @@ def test_arbitrary_input_raises_only_definition_error(raw: object) -> None:
     try:
         result = parse_definition(raw, function_exists=lambda name: name == "a")
     except DefinitionError as exc:
-        assert exc.problems and all(isinstance(p.message, str) and p.message for p in exc.problems)
+        # Only some generated inputs raise, so pytest.raises does not fit.
+        assert exc.problems  # noqa: PT017
+        assert all(isinstance(p.message, str) and p.message for p in exc.problems)  # noqa: PT017
     else:
         assert isinstance(result, Definition)
 
@@ -881,6 +885,6 @@ def test_mutated_example_raises_only_definition_error(index: int, key: str, valu
     try:
         result = parse_definition(raw, function_exists=lambda name: name == "std.echo")
     except DefinitionError as exc:
-        assert exc.problems
+        assert exc.problems  # noqa: PT017 (only some generated inputs raise)
     else:
         assert [n.id for n in result.nodes] == [n["id"] for n in raw["nodes"]]

@@ -79,7 +79,8 @@ def test_every_worker_kind_names_an_importable_executor() -> None:
 
 
 def test_a_registered_kind_is_parsed_and_run_through_decide(noop: NodeKind) -> None:
-    assert "noop" in NODE_TYPES and TYPE_FIELDS["noop"] == ("note",)
+    assert "noop" in NODE_TYPES
+    assert TYPE_FIELDS["noop"] == ("note",)
     assert "noop" not in WORKER_TYPES
     definition = parse_definition(DEFINITION)
     assert definition.by_id["first"].spec == "hello"
@@ -114,7 +115,8 @@ def test_a_registered_kinds_fields_are_checked_and_owned(noop: NodeKind) -> None
 def test_an_unregistered_kind_is_unknown_again() -> None:
     register(NoopKind())
     unregister("noop")
-    assert get_kind("noop") is None and "noop" not in NODE_TYPES
+    assert get_kind("noop") is None
+    assert "noop" not in NODE_TYPES
     with pytest.raises(DefinitionError, match="unknown type 'noop'"):
         parse_definition(DEFINITION)
 

@@ -72,8 +72,10 @@ def test_a_child_logs_to_its_file_with_its_command_line_first(supervisor) -> Non
     process = pool(supervisor, supervisor.numbered("worker"))
     assert process.log_path == supervisor.log_dir / "worker-1.log"
     lines = process.log().splitlines()
-    assert lines[0].startswith("# ") and sys.executable in lines[0]
-    assert lines[-1].startswith("pool ") and lines[-1].endswith(" ready")
+    assert lines[0].startswith("# ")
+    assert sys.executable in lines[0]
+    assert lines[-1].startswith("pool ")
+    assert lines[-1].endswith(" ready")
     assert supervisor["worker-1"] is process
 
 
@@ -95,14 +97,16 @@ def test_stop_terminates_then_kills_a_child_that_ignores_sigterm(supervisor) -> 
     assert time.monotonic() - began < 8
     assert polite.returncode == -signal.SIGTERM
     assert stubborn.returncode == -signal.SIGKILL
-    assert gone(orphan) and gone(pool_pid(stubborn)), "a pool process outlived stop()"
+    assert gone(orphan), "a pool process outlived stop()"
+    assert gone(pool_pid(stubborn)), "a pool process outlived stop()"
     assert supervisor.running == []
 
 
 def test_stop_by_name_leaves_the_others_running(supervisor) -> None:
     one, two = pool(supervisor, "one"), pool(supervisor, "two")
     supervisor.stop("one", "not-running")
-    assert not one.alive() and two.alive()
+    assert not one.alive()
+    assert two.alive()
     assert supervisor.running == [two]
 
 
@@ -115,7 +119,8 @@ def test_a_child_that_dies_is_reported_with_its_log(supervisor) -> None:
     with pytest.raises(ProcessDied):
         supervisor.check()
     assert supervisor.dead() == [process]
-    assert supervisor.dead() == [] and supervisor.running == []
+    assert supervisor.dead() == []
+    assert supervisor.running == []
 
 
 def test_a_child_not_ready_in_time_names_itself(supervisor) -> None:
@@ -127,8 +132,10 @@ def test_a_child_not_ready_in_time_names_itself(supervisor) -> None:
 
 def test_environment_makes_the_project_importable_and_drops_none() -> None:
     env = environment({"KEEP": "1", "DROP": "x"}, DROP=None, DATABASE_URL="sqlite:///x")
-    assert env["KEEP"] == "1" and "DROP" not in env
-    assert env["DATABASE_URL"] == "sqlite:///x" and env["PYTHONUNBUFFERED"] == "1"
+    assert env["KEEP"] == "1"
+    assert "DROP" not in env
+    assert env["DATABASE_URL"] == "sqlite:///x"
+    assert env["PYTHONUNBUFFERED"] == "1"
     assert Path(env["PYTHONPATH"], "executions", "supervisor.py").exists()
 
 

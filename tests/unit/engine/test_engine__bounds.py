@@ -57,7 +57,8 @@ def test_a_when_that_overflows_fails_its_node_and_not_decide() -> None:
     state = run.run_to_end({})
     assert state.status == "failed"
     error = failure(run, "after")
-    assert error["type"] == "TemplateError" and "OverflowError" in error["message"]
+    assert error["type"] == "TemplateError"
+    assert "OverflowError" in error["message"]
     assert error["retryable"] is False
 
 
@@ -95,7 +96,8 @@ def test_a_templated_until_past_the_bound_fails_the_delay(until: str, fragment: 
         {"nodes": [{"id": "d", "type": "delay", "until": "{{ input.until }}"}]}, {"until": until}
     )
     error = failure(run, "d")
-    assert error["type"] == "LimitExceeded" and fragment in error["message"]
+    assert error["type"] == "LimitExceeded"
+    assert fragment in error["message"]
     assert not [e for e in run.log if e.type == EventType.TIMER_STARTED]
 
 
@@ -116,7 +118,8 @@ def test_a_map_over_more_items_than_the_bound_fails_without_starting_any() -> No
     run = started(map_definition(), {"items": list(range(limits().map_max_items + 1))})
     error = failure(run, "m")
     assert error["type"] == "LimitExceeded"
-    assert "WORKFLOW_MAP_MAX_ITEMS" in error["message"] and "10,001" in error["message"]
+    assert "WORKFLOW_MAP_MAX_ITEMS" in error["message"]
+    assert "10,001" in error["message"]
     assert not [e for e in run.log if e.node_id and e.node_id.startswith("m[")]
     assert run.state.status == "failed"
 
@@ -270,7 +273,9 @@ def test_one_decide_shares_one_budget_across_all_its_first_nodes() -> None:
     assert time.monotonic() - begun < 5.0
     scheduled = [e.node_id for e in run.log if e.type == EventType.TASK_SCHEDULED]
     failed = [e for e in run.log if e.type == EventType.TASK_FAILED]
-    assert scheduled and failed and len(scheduled) + len(failed) == 40
+    assert scheduled
+    assert failed
+    assert len(scheduled) + len(failed) == 40
     assert scheduled == [f"n{i}" for i in range(len(scheduled))]  # in declared order
     assert all("WORKFLOW_MAX_STEP_WORK" in e.data["error"]["message"] for e in failed)
     with overridden(max_step_work=10**9):

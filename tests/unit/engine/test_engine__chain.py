@@ -76,7 +76,8 @@ def test_any_single_edit_breaks_the_chain_at_that_seq(
     index = data.draw(st.integers(min_value=0, max_value=len(events) - 1))
     edited = [*events[:index], EDITS[field](events[index]), *events[index + 1 :]]
     found = first_break(edited, last_hash=events[-1].hash)
-    assert found is not None and found.seq == events[index].seq, (field, found)
+    assert found is not None, (field, found)
+    assert found.seq == events[index].seq, (field, found)
 
 
 @given(logs(), st.data())
@@ -158,4 +159,6 @@ def test_nan_has_no_canonical_form_and_shows_as_a_break() -> None:
         normalize({"x": float("nan")})
     event = Linked(1, "workflow_started", None, None, {"x": float("inf")}, T0, "")
     found = first_break([event])
-    assert found is not None and found.seq == 1 and "canonical" in found.reason
+    assert found is not None
+    assert found.seq == 1
+    assert "canonical" in found.reason

@@ -68,7 +68,8 @@ def test_engine_error_cancels_active_nodes_and_fails_with_the_error() -> None:
     ]
     assert decisions[-1].data == {"error": ERROR}
     run.advance()
-    assert run.state.status == ExecutionStatus.FAILED and run.state.error == ERROR
+    assert run.state.status == ExecutionStatus.FAILED
+    assert run.state.error == ERROR
     assert {run.state.nodes[n].status for n in active} == {TaskStatus.CANCELLED}
     assert run.state.nodes.get("end") is None  # never started, never touched
     assert decide(FAN, run.state) == []
@@ -96,7 +97,8 @@ def test_an_engine_error_after_the_end_changes_nothing() -> None:
     run.run_to_end({})
     assert run.state.status == ExecutionStatus.SUCCEEDED
     run.append(EventType.ENGINE_ERROR, data={"error": ERROR}, source=Source.SWEEPER)
-    assert run.state.engine_error is None and run.state.status == ExecutionStatus.SUCCEEDED
+    assert run.state.engine_error is None
+    assert run.state.status == ExecutionStatus.SUCCEEDED
     assert decide(FAN, run.state) == []
     assert verify(FAN, run.log, execution_id=run.execution_id) is None
 
@@ -164,7 +166,8 @@ def test_an_engine_error_at_any_point_ends_the_execution_and_verifies(case, seed
     if was_ended:
         assert run.state.status == before
     else:
-        assert run.state.status == ExecutionStatus.FAILED and run.state.error == ERROR
+        assert run.state.status == ExecutionStatus.FAILED
+        assert run.state.error == ERROR
         assert not [n for n, s in run.state.nodes.items() if s.status in TASK_ACTIVE]
     assert decide(definition, run.state) == []
     assert verify(definition, run.log, execution_id=run.execution_id) is None

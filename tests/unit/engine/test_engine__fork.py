@@ -56,4 +56,5 @@ def test_a_fork_shares_nodes_until_owned() -> None:
     owned = fork.own("a")
     owned.status = "succeeded"
     assert state.nodes["a"].status == "pending"
-    assert fork.node("b") is not None and "b" not in state.nodes
+    assert fork.node("b") is not None
+    assert "b" not in state.nodes

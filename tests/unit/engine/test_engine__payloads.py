@@ -90,7 +90,8 @@ def test_engine_error_data_is_the_engine_error_payload() -> None:
     """(Its exact JSON is pinned by test_engine__engine_error.py.)"""
     data = engine_error_data(ValueError("broken"), "sweeper: advance")
     fact = p.from_json(EventType.ENGINE_ERROR, data)
-    assert isinstance(fact, p.EngineErrorFact) and fact.error is not None
+    assert isinstance(fact, p.EngineErrorFact)
+    assert fact.error is not None
     assert fact.error.details == {"where": "sweeper: advance"}
 
 
@@ -123,7 +124,8 @@ def test_any_stored_object_survives_the_codec(event_type: EventType, data: dict)
             assert back[key] == value, key
     defaults = p.PAYLOADS[event_type]()
     for key in back.keys() - data.keys():
-        assert key in known and back[key] == getattr(defaults, key), key
+        assert key in known, key
+        assert back[key] == getattr(defaults, key), key
 
 
 @pytest.mark.parametrize("event_type", sorted(EventType))

@@ -14,7 +14,7 @@ def test_the_core_imports_nothing_from_django_or_celery() -> None:
         "import sys\n"
         "import executions.engine.decide, executions.engine.fold, executions.engine.verify\n"
         "import executions.engine.maps, executions.engine.compensation\n"
-        "import executions.engine.chain\n"
+        "import executions.engine.chain, executions.engine.payloads\n"
         "import workflows.dsl.parser, workflows.kinds\n"
         "workflows.kinds.all_kinds()\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "

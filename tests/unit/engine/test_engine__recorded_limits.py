@@ -55,13 +55,15 @@ def test_what_is_recorded_is_every_bound_decide_reads() -> None:
     with overridden(map_default_max_parallel=3, max_step_work=12_345):
         bounds = decision_limits()
     assert set(bounds) == set(DECISION_LIMITS)
-    assert bounds["map_default_max_parallel"] == 3 and bounds["max_step_work"] == 12_345
+    assert bounds["map_default_max_parallel"] == 3
+    assert bounds["max_step_work"] == 12_345
 
 
 def test_fold_keeps_the_recorded_bounds_in_the_state_and_its_snapshot() -> None:
     run = started({**decision_limits(), "map_default_max_parallel": 2})
     state = fold(run.log, execution_id=run.execution_id)
-    assert state.limits is not None and state.limits["map_default_max_parallel"] == 2
+    assert state.limits is not None
+    assert state.limits["map_default_max_parallel"] == 2
     again = ExecutionState.from_dict(state.to_dict())
     assert again.limits == state.limits
 

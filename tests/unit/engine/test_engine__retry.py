@@ -28,7 +28,8 @@ def test_jitter_is_reproducible_shortens_only_and_differs_per_attempt() -> None:
     delays = [retry_delay(jittered, execution_id="e", node_id="n", attempt=a) for a in (1, 2, 3)]
     again = [retry_delay(jittered, execution_id="e", node_id="n", attempt=a) for a in (1, 2, 3)]
     assert delays == again
-    assert all(8.0 <= d <= 10.0 for d in delays) and len(set(delays)) == 3
+    assert all(8.0 <= d <= 10.0 for d in delays)
+    assert len(set(delays)) == 3
 
 
 def test_retry_after_is_believed_up_to_the_cap() -> None:

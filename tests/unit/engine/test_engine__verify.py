@@ -47,9 +47,11 @@ def test_an_altered_retry_delay_is_the_reported_divergence() -> None:
     index = next(i for i, e in enumerate(log) if e.type == EventType.TASK_RETRY_SCHEDULED)
     log[index] = replace(log[index], data={**log[index].data, "delay_seconds": 0.001})
     found = verify(DEFINITION, log, execution_id=run.execution_id)
-    assert found is not None and found.seq == log[index].seq
+    assert found is not None
+    assert found.seq == log[index].seq
     assert found.expected.data["delay_seconds"] == run.log[index].data["delay_seconds"]
-    assert "divergence at seq" in str(found) and "delay_seconds" in str(found)
+    assert "divergence at seq" in str(found)
+    assert "delay_seconds" in str(found)
 
 
 def test_jitter_depends_on_the_execution_id() -> None:

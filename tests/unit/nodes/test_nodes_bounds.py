@@ -151,8 +151,10 @@ def test_past_the_hard_limit_the_failure_is_recorded_and_the_process_replaced() 
             time.sleep(0.01)
     assert exits == [True]
     error = fail.call_args.kwargs["error"]
-    assert fail.call_args.kwargs["attempt_id"] == 7 and fail.call_args.kwargs["worker_id"] == "w1"
-    assert error["type"] == "HardTimeLimit" and error["retryable"] is False
+    assert fail.call_args.kwargs["attempt_id"] == 7
+    assert fail.call_args.kwargs["worker_id"] == "w1"
+    assert error["type"] == "HardTimeLimit"
+    assert error["retryable"] is False
     assert "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS" in error["message"]
 
 

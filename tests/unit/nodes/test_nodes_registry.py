@@ -4,8 +4,8 @@ import sys
 import pytest
 
 import nodes
-import nodes.demo  # noqa: F401  (registers demo.*)
-import nodes.std  # noqa: F401  (registers std.*)
+import nodes.demo
+import nodes.std
 from nodes.registry import (
     DuplicateFunctionError,
     function_exists,
@@ -87,7 +87,7 @@ def test_registering_the_same_function_twice_is_fine(cleanup):
 
 @pytest.mark.parametrize("name", ["", "  ", " padded"])
 def test_invalid_names_are_refused(name):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="invalid workflow function name"):
         register(name, lambda input, ctx: None)
 
 

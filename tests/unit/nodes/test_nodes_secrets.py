@@ -84,7 +84,8 @@ def test_the_plain_form_and_nested_current_node_are_accepted() -> None:
 def test_declared_secrets_scope_what_a_definition_may_use() -> None:
     parse_definition(echo("{{ secrets.CANARY }}", secrets=["CANARY"]))
     message = refusal(echo("{{ secrets.CANARY }}", secrets=["OTHER"]))
-    assert "CANARY" in message and "declare" in message
+    assert "CANARY" in message
+    assert "declare" in message
     with pytest.raises(DefinitionError, match="list of secret names"):
         parse_definition(echo("x", secrets="CANARY"))
 
@@ -106,14 +107,16 @@ def test_the_worker_looks_secrets_up_by_name_and_renders_nothing_twice() -> None
 def test_a_missing_secret_names_only_itself() -> None:
     with pytest.raises(NodeError) as caught:
         with_secrets(node({"a": "{{ secrets.NOPE }}", "b": "{{ secrets.CANARY }}"}), None, {})
-    assert caught.value.type == "MissingSecret" and "NOPE" in caught.value.message
-    assert "CANARY" not in caught.value.message and "OTHER" not in caught.value.message
+    assert caught.value.type == "MissingSecret"
+    assert "NOPE" in caught.value.message
+    assert "CANARY" not in caught.value.message
+    assert "OTHER" not in caught.value.message
 
 
 @override_settings(WORKFLOW_SECRETS=SECRETS)
 def test_a_stored_version_with_another_secret_expression_fails_cleanly() -> None:
     bad = node({"a": "{{ secrets.CANARY }}", "b": "{{ secrets.CANARY || input.x }}"})
-    with pytest.raises(NodeError, match="only {{ secrets.NAME }} may read a secret"):
+    with pytest.raises(NodeError, match=r"only {{ secrets.NAME }} may read a secret"):
         with_secrets(bad, None, {})
 
 
@@ -138,11 +141,14 @@ def test_recordable_masks_refuses_nan_and_bounds_the_size() -> None:
     kind, data = recordable(EventType.TASK_COMPLETED, {"output": {"echo": CANARY}})
     assert (kind, data) == (EventType.TASK_COMPLETED, {"output": {"echo": "***"}})
     kind, data = recordable(EventType.TASK_COMPLETED, {"output": {"rows": [1, float("nan")]}})
-    assert kind == EventType.TASK_FAILED and data["error"]["type"] == "InvalidOutput"
-    assert "output.rows[1]" in data["error"]["message"] and not data["error"]["retryable"]
+    assert kind == EventType.TASK_FAILED
+    assert data["error"]["type"] == "InvalidOutput"
+    assert "output.rows[1]" in data["error"]["message"]
+    assert not data["error"]["retryable"]
     error = {"type": "X", "message": f"at {CANARY}", "retryable": True, "ratio": float("inf")}
     kind, data = recordable(EventType.TASK_FAILED, {"error": error})
-    assert data["error"]["message"] == "at ***" and data["error"]["ratio"] is None
+    assert data["error"]["message"] == "at ***"
+    assert data["error"]["ratio"] is None
     assert "null" in data["error"]["note"]
     with override_settings(WORKFLOW_MAX_RECORDED_BYTES=1000):
         kind, data = recordable(EventType.TASK_COMPLETED, {"output": "x" * 1001})
@@ -150,8 +156,10 @@ def test_recordable_masks_refuses_nan_and_bounds_the_size() -> None:
         assert "WORKFLOW_MAX_RECORDED_BYTES (1000)" in data["error"]["message"]
         big = {"type": "Boom", "message": "y" * 5000, "retryable": False, "dump": "z" * 5000}
         kind, data = recordable(EventType.TASK_FAILED, {"error": big})
-        assert kind == EventType.TASK_FAILED and data["error"]["truncated"] is True
-        assert data["error"]["type"] == "Boom" and "dump" not in data["error"]
+        assert kind == EventType.TASK_FAILED
+        assert data["error"]["truncated"] is True
+        assert data["error"]["type"] == "Boom"
+        assert "dump" not in data["error"]
 
 
 @override_settings(WORKFLOW_SECRETS=SECRETS)
@@ -164,7 +172,9 @@ def test_log_records_are_redacted_messages_and_tracebacks(caplog) -> None:
         except RuntimeError:
             logger.exception("failed")
     text = caplog.text
-    assert CANARY not in text and "GET https://api/***" in text and "refused ***" in text
+    assert CANARY not in text
+    assert "GET https://api/***" in text
+    assert "refused ***" in text
 
 
 @override_settings(WORKFLOW_SECRETS=SECRETS)

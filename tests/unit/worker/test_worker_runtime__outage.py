@@ -31,7 +31,8 @@ def test_a_renewal_that_meets_an_outage_keeps_the_attempt(claimed) -> None:
         keeper = LeaseKeeper(claimed, "w")
         assert keeper.renew() is True  # unknown yet: carry on
         assert keeper.renew() is True
-    assert renew.call_count == 2 and not keeper.lost.is_set()
+    assert renew.call_count == 2
+    assert not keeper.lost.is_set()
 
 
 def test_the_keeper_thread_renews_again_after_an_outage(claimed) -> None:
