@@ -1,0 +1,51 @@
+"""ErrorRecord: the error a failed attempt, a failed execution or an engine error records.
+
+Its stored form is the JSON object it came from: `type`, `message`, `retryable` when
+present, then every other key (`details`) in its stored order. Pure Python: no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = Any
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """What failed and whether trying again may help. `details`: every other key of the
+    stored error (a map's `items`, a failed workflow's `nodes`, a worker's `status_code`,
+    ...), in their stored order."""
+
+    type: str | None = None
+    message: str | None = None
+    #: None: not said (the retry policy treats it as retryable).
+    retryable: bool | None = None
+    details: Mapping[str, JSON] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {}
+        if self.type is not None:
+            out["type"] = self.type
+        if self.message is not None:
+            out["message"] = self.message
+        if self.retryable is not None:
+            out["retryable"] = self.retryable
+        out.update(self.details)
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, JSON]) -> ErrorRecord:
+        details = {k: v for k, v in raw.items() if k not in _ERROR_KEYS}
+        return cls(raw.get("type"), raw.get("message"), raw.get("retryable"), details)
+
+    @property
+    def cause(self) -> ErrorRecord | None:
+        """The error this one wraps (a failed node's, a failed item's), if recorded."""
+        cause = self.details.get("cause")
+        return ErrorRecord.from_json(cause) if isinstance(cause, Mapping) else None
+
+
+_ERROR_KEYS = frozenset({"type", "message", "retryable"})
