@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
 from executions.engine.payloads import (
     EngineErrorFact,
-    ErrorRecord,
     Reason,
     WorkflowFailed,
     decided,

@@ -7,16 +7,17 @@ makes a child ready is decided in the same call).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from executions.engine import compensation, maps
 from executions.engine.containment import engine_failure
 from executions.engine.context import template_context
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
 from executions.engine.fold import apply_event
 from executions.engine.nodes import start_node
 from executions.engine.payloads import (
-    ErrorRecord,
     Reason,
     SignalReceived,
     TaskCompleted,
@@ -78,6 +79,8 @@ def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:
             if decision.node_id and decision.node_id not in owned:
                 working.own(decision.node_id)
                 owned.add(decision.node_id)
+            if working.now is None:  # decide only decides after workflow_started
+                raise DecideLoopError("a decision before any event")
             apply_event(working, decision.as_event(working.last_seq + 1, working.now))
         decisions.extend(step)
         if all(_settles_nothing(decision) for decision in step):
@@ -186,7 +189,7 @@ def _due_at(current: NodeState) -> str | None:
     return timer.get("due_at") if isinstance(timer, dict) else None
 
 
-def _answer(node_id: str, attempt: int, stored: dict) -> Decision:
+def _answer(node_id: str, attempt: int, stored: Mapping[str, Any]) -> Decision:
     signal = decode(SignalReceived, stored)
     answer = {"data": signal.data, "comment": signal.comment, "by": signal.by}
     if signal.decision == "approve":

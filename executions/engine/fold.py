@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from executions.engine import payloads as p
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Event, EventType
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
@@ -50,7 +51,7 @@ def _workflow_started(state: ExecutionState, event: Event) -> None:
     payload = p.decode(p.WorkflowStarted, event.data)
     state.status = ExecutionStatus.RUNNING
     state.input = payload.input
-    state.limits = payload.limits
+    state.limits = dict(payload.limits) if payload.limits is not None else None
     state.started_at = event.timestamp
 
 
@@ -98,7 +99,7 @@ def _task_completed(state: ExecutionState, event: Event) -> None:
         node.completed_seq = event.seq
 
 
-def _failed(default: p.ErrorRecord) -> Callable[[ExecutionState, Event], None]:
+def _failed(default: ErrorRecord) -> Callable[[ExecutionState, Event], None]:
     """task_failed and task_timed_out: both fail the attempt, the policy decides what next."""
 
     def handler(state: ExecutionState, event: Event) -> None:
@@ -187,7 +188,7 @@ def _cancel_requested(state: ExecutionState, event: Event) -> None:
 def _engine_error(state: ExecutionState, event: Event) -> None:
     if state.status not in EXECUTION_TERMINAL and state.engine_error is None:
         error = p.decode(p.EngineErrorFact, event.data).error
-        state.engine_error = (error or p.ErrorRecord("EngineError", "?")).to_json()
+        state.engine_error = (error or ErrorRecord("EngineError", "?")).to_json()
 
 
 def _ended(
@@ -209,8 +210,8 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.TASK_SCHEDULED: _task_scheduled,
     EventType.TASK_STARTED: _task_started,
     EventType.TASK_COMPLETED: _task_completed,
-    EventType.TASK_FAILED: _failed(p.ErrorRecord("Error", "failed")),
-    EventType.TASK_TIMED_OUT: _failed(p.ErrorRecord("Timeout", "attempt timed out", True)),
+    EventType.TASK_FAILED: _failed(ErrorRecord("Error", "failed")),
+    EventType.TASK_TIMED_OUT: _failed(ErrorRecord("Timeout", "attempt timed out", True)),
     EventType.TASK_RETRY_SCHEDULED: _task_retry_scheduled,
     EventType.TASK_SKIPPED: _task_skipped,
     EventType.TASK_CANCELLED: _task_cancelled,

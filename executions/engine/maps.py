@@ -17,9 +17,10 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
 from executions.engine.nodes import start_node
-from executions.engine.payloads import ErrorRecord, Reason, TaskCompleted, TaskFailed, decided
+from executions.engine.payloads import Reason, TaskCompleted, TaskFailed, decided
 from executions.engine.rules import failed_for_good
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import TASK_ACTIVE, TaskStatus

@@ -10,9 +10,9 @@ from collections.abc import Iterator, Set
 from datetime import datetime
 from typing import Any
 
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
 from executions.engine.payloads import (
-    ErrorRecord,
     Reason,
     TaskCompleted,
     TaskFailed,

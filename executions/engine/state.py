@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from executions.engine.statuses import ExecutionStatus, TaskStatus
 
@@ -112,9 +112,12 @@ class ExecutionState:
         return cls(nodes=nodes, **{k: v for k, v in data.items() if k in known})
 
 
-def _shallow(obj: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def _shallow(obj: _T) -> _T:
     """copy.copy for these plain dataclasses, without its __reduce_ex__ round trip (~10x)."""
-    clone = object.__new__(type(obj))
+    clone: _T = object.__new__(type(obj))
     clone.__dict__.update(obj.__dict__)
     return clone
 

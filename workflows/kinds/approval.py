@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector
 from workflows.kinds.base import NodeKind
@@ -31,7 +31,7 @@ class ApprovalKind(NodeKind):
     article = "an"
     scheduled_status = "waiting"
     approvable = True
-    schema = {
+    schema: ClassVar[Mapping[str, Any]] = {
         "approvers": {
             "type": "array",
             "minItems": 1,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector
 from workflows.dsl.delays import parse_delay, until_problem
@@ -30,7 +30,7 @@ class DelaySpec:
 class DelayKind(NodeKind):
     name = "delay"
     fields = ("seconds", "until")
-    schema = {
+    schema: ClassVar[Mapping[str, Any]] = {
         "seconds": {"type": "number", "minimum": 0, "description": "delay: how long."},
         "until": {"type": "string", "description": "delay: an ISO 8601 instant with an offset."},
     }

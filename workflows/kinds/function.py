@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector, quote
 from workflows.kinds.base import NodeKind
@@ -26,7 +26,7 @@ class FunctionKind(NodeKind):
     fields = ("function",)
     runs_on_worker = True
     executor = "nodes.executors.entries:function"
-    schema = {
+    schema: ClassVar[Mapping[str, Any]] = {
         "function": {"type": "string", "description": "function: a registered function's name."}
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector, describe, quote
 from workflows.dsl.references import check_templates
@@ -50,7 +50,7 @@ class HttpKind(NodeKind):
     article = "an"
     runs_on_worker = True
     executor = "nodes.executors.entries:http"
-    schema = {
+    schema: ClassVar[Mapping[str, Any]] = {
         "request": {**REQUEST_SCHEMA, "description": "http: the request to send."},
         "success_status": {
             "oneOf": [_STATUS, {"type": "array", "minItems": 1, "items": _STATUS}],

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector, Scope, no_secrets
 from workflows.dsl.limits import limits, over
@@ -37,7 +37,7 @@ class MapKind(NodeKind):
     scheduled_status = "running"
     schedules_more = True  # its items start in the next step of the same decide call
     fans_out = True
-    schema = {
+    schema: ClassVar[Mapping[str, Any]] = {
         "items": {"type": "string", "description": "map: an expression that yields a list."},
         "node": {"$ref": "#/components/schemas/NodeBody"},
         "max_parallel": {"type": "integer", "minimum": 1},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector, describe, quote
 from workflows.kinds.base import NodeKind
@@ -31,7 +31,7 @@ class WorkflowKind(NodeKind):
     name = "workflow"
     fields = ("workflow", "version")
     runs_on_worker = True
-    schema = {
+    schema: ClassVar[Mapping[str, Any]] = {
         "workflow": {
             "type": "string",
             "pattern": f"^{WORKFLOW_NAME.pattern.removesuffix(chr(92) + 'Z')}$",
