@@ -51,7 +51,8 @@ def unregister(name: str) -> None:
 def get_kind(name: object) -> NodeKind | None:
     """The kind registered under `name`; None for anything else (events may name a kind
     this engine no longer has: fold must not break on them)."""
-    return _kinds().get(name) if isinstance(name, str) else None
+    kinds = _registry or _kinds()  # fold asks on every task_scheduled: no call when loaded
+    return kinds.get(name) if isinstance(name, str) else None
 
 
 def all_kinds() -> tuple[NodeKind, ...]:
