@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+from typing import Any
 
 from executions.supervisor import Supervisor, beat_argv, worker_argv
 
@@ -37,7 +38,11 @@ def free_port() -> int:
 
 def start_workers(procs: Supervisor, queue: str) -> None:
     """The engine's worker and beat, and the raw Celery worker on `queue`, alike."""
-    common = {"concurrency": 2, "loglevel": "warning", "extra": ["--prefetch-multiplier", "1"]}
+    common: dict[str, Any] = {
+        "concurrency": 2,
+        "loglevel": "warning",
+        "extra": ["--prefetch-multiplier", "1"],
+    }
     procs.start("worker", worker_argv(name="engine@%h", **common))
     procs.start("beat", beat_argv(schedule=procs.log_dir / "beat-schedule", loglevel="warning"))
     procs.start("raw", worker_argv(name="raw@%h", queues=queue, app="bench.raw_app", **common))

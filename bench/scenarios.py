@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from bench.definitions import make_version, noop
 from bench.scenarios_engine import EngineScenarios
@@ -30,7 +31,7 @@ class Bench(LiveScenarios, EngineScenarios):
         self.seq += 1
         return f"bench:{what}:{self.seq}:{uuid.uuid4().hex[:8]}"
 
-    def wait_engine(self, execution_id: object, timeout: float) -> None:
+    def wait_engine(self, execution_id: UUID | str, timeout: float) -> None:
         from executions.engine.statuses import EXECUTION_TERMINAL
         from executions.models import Execution
 
@@ -54,7 +55,7 @@ class Bench(LiveScenarios, EngineScenarios):
             self.procs.check()
         raise TimeoutError(f"raw celery: {key} has {self.stamps.llen(key)}/{count} stamps")
 
-    def start_engine(self, version) -> tuple[float, object]:
+    def start_engine(self, version) -> tuple[float, UUID]:
         from executions.services.start import execution_start
 
         t0 = time.time()

@@ -18,7 +18,9 @@ from kombu.utils.json import dumps
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue, payload, **kwargs) -> None:
+    # kombu's own filesystem Channel._put takes (queue, payload, **kwargs); the stubs say
+    # (queue, message).
+    def _put(self, queue, payload, **kwargs) -> None:  # type: ignore[override]
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         # The consumer only takes names that end in ".<queue>.msg" after the first dot.

@@ -9,7 +9,7 @@ operation: views that can refuse in the current status declare `409: CONFLICT`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -51,7 +51,9 @@ def query_parameter(name: str, description: str, **schema: Any) -> OpenApiParame
 
 
 class AutoSchema(SpectacularAutoSchema):
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+    def _get_response_bodies(
+        self, direction: Literal["request", "response"] = "response"
+    ) -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         for code in self._error_codes():
             if code not in responses:

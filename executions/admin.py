@@ -19,18 +19,24 @@ class ReadOnlyAdminMixin:
         return False
 
 
+# One tuple for fields and readonly_fields both (the stubs type `fields` as field groups,
+# which readonly_fields may not hold).
+_TASK_FIELDS = ("node_id", "type", "status", "attempts", "retry_count", "started_at", "ended_at")
+_EVENT_FIELDS = ("seq", "type", "node_id", "attempt", "source", "timestamp", "data")
+
+
 class TaskInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Task
     extra = 0
-    fields = ["node_id", "type", "status", "attempts", "retry_count", "started_at", "ended_at"]
-    readonly_fields = fields
+    fields = _TASK_FIELDS
+    readonly_fields = _TASK_FIELDS
 
 
 class EventInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Event
     extra = 0
-    fields = ["seq", "type", "node_id", "attempt", "source", "timestamp", "data"]
-    readonly_fields = fields
+    fields = _EVENT_FIELDS
+    readonly_fields = _EVENT_FIELDS
     ordering = ["seq"]
 
 

@@ -21,7 +21,9 @@ from executions.services import control
 
 
 class SignalSerializer(serializers.Serializer):
-    data = serializers.JSONField(
+    # DRF's metaclass moves declared fields into _declared_fields: this does not shadow
+    # Serializer.data, whatever the stubs say.
+    data = serializers.JSONField(  # type: ignore[assignment]
         required=False, default=None, allow_null=True, help_text="Any JSON: the node's output."
     )
     comment = StrictCharField(required=False, default="", allow_blank=True, max_length=10_000)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
+from typing import cast
 
 from django.utils import timezone
 
@@ -39,8 +41,9 @@ def _schedule_attempts(
     rows = [
         Attempt(
             execution=execution,
-            node_id=d.node_id,
-            attempt=d.attempt,
+            # A scheduled task always names its node and attempt.
+            node_id=cast(str, d.node_id),
+            attempt=cast(int, d.attempt),
             scheduled_at=now,
             published_at=now,
         )
@@ -50,7 +53,12 @@ def _schedule_attempts(
     if rows:
         Attempt.objects.bulk_create(rows, batch_size=500)
         ids = [row.pk for row in rows]
-        outbox.add(lambda: [messages.publish_attempt(attempt_id) for attempt_id in ids])
+
+        def publish() -> None:
+            for attempt_id in ids:
+                messages.publish_attempt(attempt_id)
+
+        outbox.add(publish)
 
 
 def _apply_effect(
@@ -107,4 +115,4 @@ def cancel_children(
         running = running.filter(parent_attempt=attempt)
     running = running.exclude(status__in=EXECUTION_TERMINAL)
     for child_id in running.values_list("pk", flat=True):
-        outbox.add(lambda child_id=child_id: messages.publish_cancel(str(child_id)))
+        outbox.add(partial(messages.publish_cancel, str(child_id)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
@@ -48,7 +49,7 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.execution_id} [{self.kind}] {self.message}"
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, str | int | None]:
         return {"execution_id": self.execution_id, "kind": self.kind, "seq": self.seq} | {
             "message": self.message
         }
@@ -187,7 +188,7 @@ def _at(key: tuple[str, int]) -> str:
     return f"{key[0]}#{key[1]}"
 
 
-def rebuild_rows(execution_id: object) -> None:
+def rebuild_rows(execution_id: UUID | str) -> None:
     """Rewrite projections, attempts and timers of one execution from its log."""
     with transaction.atomic():
         execution = store.lock_execution(execution_id)

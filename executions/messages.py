@@ -24,7 +24,7 @@ def _safely(send: Callable[[], object], what: str) -> None:
 def publish_attempt(attempt_id: int) -> None:
     from executions.worker.runtime import run_task
 
-    _safely(lambda: run_task.apply_async(args=[attempt_id]), f"attempt {attempt_id}")
+    _safely(lambda: run_task.apply_async(args=(attempt_id,)), f"attempt {attempt_id}")
 
 
 def publish_timer(timer_id: int, delay_seconds: float) -> None:
@@ -33,7 +33,7 @@ def publish_timer(timer_id: int, delay_seconds: float) -> None:
     if delay_seconds <= MAX_COUNTDOWN_SECONDS:
         countdown = max(delay_seconds, 0.0)
         _safely(
-            lambda: fire_timer.apply_async(args=[timer_id], countdown=countdown),
+            lambda: fire_timer.apply_async(args=(timer_id,), countdown=countdown),
             f"timer {timer_id}",
         )
 
@@ -41,13 +41,13 @@ def publish_timer(timer_id: int, delay_seconds: float) -> None:
 def publish_parent_notify(child_id: str) -> None:
     from executions.tasks import notify_parent
 
-    _safely(lambda: notify_parent.apply_async(args=[child_id]), f"notify parent of {child_id}")
+    _safely(lambda: notify_parent.apply_async(args=(child_id,)), f"notify parent of {child_id}")
 
 
 def publish_cancel(execution_id: str) -> None:
     from executions.tasks import cancel_execution
 
-    _safely(lambda: cancel_execution.apply_async(args=[execution_id]), f"cancel {execution_id}")
+    _safely(lambda: cancel_execution.apply_async(args=(execution_id,)), f"cancel {execution_id}")
 
 
 class Outbox:

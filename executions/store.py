@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import cast
+from uuid import UUID
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -18,7 +20,7 @@ from django.utils import timezone
 from executions import messages
 from executions.effects import apply_effects
 from executions.engine.chain import Linked, event_hash
-from executions.engine.events import Decision, Source
+from executions.engine.events import Decision, EventType, Source
 from executions.engine.events import Event as EngineEvent
 from executions.engine.fold import apply_event, fold
 from executions.engine.state import ExecutionState
@@ -30,7 +32,7 @@ from workflows.dsl import Definition
 SNAPSHOT_EVERY = 50
 
 
-def lock_execution(execution_id: object) -> Execution:
+def lock_execution(execution_id: UUID | str) -> Execution:
     """The execution row, locked until the transaction ends. Call inside atomic()."""
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
     queryset = Execution.objects.all()
@@ -44,18 +46,20 @@ def lock_execution(execution_id: object) -> Execution:
 
 
 def to_engine(row: Event) -> EngineEvent:
+    # The columns hold the enums' values, which the StrEnum members equal: the fold takes
+    # them as they are, with no conversion per row (the casts are for the type checker).
     return EngineEvent(
         seq=row.seq,
-        type=row.type,
+        type=cast(EventType, row.type),
         timestamp=row.timestamp,
         node_id=row.node_id,
         attempt=row.attempt,
         data=row.data,
-        source=row.source,
+        source=cast(Source, row.source),
     )
 
 
-def events_of(execution_id: object, *, after_seq: int = 0, upto_seq: int | None = None):
+def events_of(execution_id: UUID | str, *, after_seq: int = 0, upto_seq: int | None = None):
     rows = Event.objects.filter(execution_id=execution_id, seq__gt=after_seq)
     if upto_seq is not None:
         rows = rows.filter(seq__lte=upto_seq)
@@ -103,14 +107,14 @@ def _remember(key: str, state: ExecutionState) -> None:
 _EVENT_COLUMNS = ("seq", "type", "timestamp", "node_id", "attempt", "data", "source")
 
 
-def engine_events(execution_id: object, *, upto_seq: int | None = None) -> list[EngineEvent]:
+def engine_events(execution_id: UUID | str, *, upto_seq: int | None = None) -> list[EngineEvent]:
     """The log as engine events, without building a model instance per row (replays of
     long histories spend most of their time there otherwise)."""
     rows = events_of(execution_id, upto_seq=upto_seq).values_list(*_EVENT_COLUMNS)
     return [EngineEvent(*row) for row in rows.iterator(chunk_size=5000)]
 
 
-def linked_events(execution_id: object, *, chunk_size: int = 5000):
+def linked_events(execution_id: UUID | str, *, chunk_size: int = 5000):
     """The log as the chain check reads it (executions/engine/chain.py), streamed."""
     columns = ("seq", "type", "node_id", "attempt", "data", "timestamp", "hash")
     rows = events_of(execution_id).values_list(*columns)
@@ -131,14 +135,14 @@ def both_forms(row: tuple) -> tuple[EngineEvent, Linked]:
     )
 
 
-def verifiable_log(execution_id: object) -> tuple[list[EngineEvent], list[Linked]]:
+def verifiable_log(execution_id: UUID | str) -> tuple[list[EngineEvent], list[Linked]]:
     """The whole log, read once, as engine events and as chain links."""
     rows = events_of(execution_id).values_list(*LOG_COLUMNS).iterator(chunk_size=5000)
     pairs = [both_forms(row) for row in rows]
     return [event for event, _ in pairs], [link for _, link in pairs]
 
 
-def state_at(execution_id: object, seq: int | None = None) -> ExecutionState:
+def state_at(execution_id: UUID | str, seq: int | None = None) -> ExecutionState:
     """The state folded from the first `seq` events (all of them when None)."""
     rows = events_of(execution_id, upto_seq=seq)
     return fold(

@@ -238,8 +238,8 @@ class Supervisor:
         own pool (Celery's warm shutdown, gunicorn's graceful one), then SIGKILL to every
         group when the time is up, for a main process that hung or a pool it orphaned."""
         named = {p.name: p for p in self.running}
-        chosen = [named.get(p) if isinstance(p, str) else p for p in processes or self.running]
-        chosen = [p for p in chosen if p is not None]  # a name not running: nothing to stop
+        found = [named.get(p) if isinstance(p, str) else p for p in processes or self.running]
+        chosen = [p for p in found if p is not None]  # a name not running: nothing to stop
         for process in chosen:
             if process.alive():
                 process.popen.terminate()

@@ -5,6 +5,7 @@ worker or the loop that sent it. Transient database errors propagate, for redeli
 from __future__ import annotations
 
 import contextlib
+from uuid import UUID
 
 from celery import shared_task
 
@@ -41,7 +42,7 @@ def notify_parent(child_id: str) -> None:
     from executions.models import Execution
     from executions.services.children import parent_notify
 
-    def parent_of() -> object | None:
+    def parent_of() -> UUID | None:
         rows = Execution.objects.filter(pk=child_id).values_list("parent_execution_id", flat=True)
         return rows.first()
 

@@ -28,6 +28,7 @@ from executions.serializers import (
 )
 from executions.services.start import execution_start
 from workflows.models import WorkflowVersion
+from workflows.selectors import version_resolve
 
 #: The idempotency_key column's length.
 _MAX_KEY = 255
@@ -87,8 +88,7 @@ class ExecutionListCreate(generics.ListAPIView):
 
 
 def _version(workflow, number: int | None) -> WorkflowVersion:
-    versions = workflow.versions.order_by("-version")
-    version = versions.filter(version=number).first() if number else versions.first()
+    version = version_resolve(workflow=workflow, number=number)
     if version is None:
         raise ValidationError({"version": [f"Workflow '{workflow.name}' has no version {number}."]})
     return version

@@ -21,7 +21,11 @@ def masked(key: str | None) -> str:
 
 # The admin names an object by str(): in lists, messages and its history rows. TokenProxy
 # exists for the admin alone, so the API's Token keeps its own __str__.
-TokenProxy.__str__ = lambda self: f"token {masked(self.key)} of {self.user}"  # type: ignore[method-assign]
+def _token_str(self: TokenProxy) -> str:
+    return f"token {masked(self.key)} of {self.user}"
+
+
+TokenProxy.__str__ = _token_str  # type: ignore[method-assign,assignment]
 
 
 class MaskedTokenAdmin(TokenAdmin):

@@ -20,7 +20,7 @@ from executions.models import Attempt, AttemptStatus, Execution, Task, Timer
 from schedules.models import Schedule
 
 
-def _by_status(model: type, statuses: list[str]) -> dict[str, int]:
+def _by_status(model: type[Execution] | type[Task], statuses: list[str]) -> dict[str, int]:
     """Counts per status, with 0 for the statuses no row has (absent series confuse alerts)."""
     counts = dict.fromkeys(statuses, 0)
     for row in model.objects.order_by().values("status").annotate(n=Count("pk")):

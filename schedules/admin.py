@@ -11,6 +11,20 @@ from django.http import HttpRequest
 from schedules.models import Schedule
 from schedules.services import schedule_delete, schedule_set_enabled
 
+# The stubs type `fields` as field groups, which readonly_fields may not hold.
+_FIELDS = (
+    "workflow",
+    "version",
+    "cron",
+    "timezone",
+    "input",
+    "enabled",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "updated_by",
+)
+
 
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
@@ -28,19 +42,8 @@ class ScheduleAdmin(admin.ModelAdmin):
     list_filter = ["enabled", "workflow"]
     list_select_related = ["workflow", "version"]
     search_fields = ["workflow__name", "cron"]
-    fields = [
-        "workflow",
-        "version",
-        "cron",
-        "timezone",
-        "input",
-        "enabled",
-        "created_at",
-        "created_by",
-        "updated_at",
-        "updated_by",
-    ]
-    readonly_fields = [f for f in fields if f != "enabled"]
+    fields = _FIELDS
+    readonly_fields = [f for f in _FIELDS if f != "enabled"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

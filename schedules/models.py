@@ -52,7 +52,7 @@ class Schedule(models.Model):
 
     @property
     def version_number(self) -> int | None:
-        return self.version.version if self.version_id else None
+        return self.version.version if self.version is not None else None
 
     @property
     def next_run_at(self) -> datetime | None:

@@ -25,6 +25,7 @@ from schedules.cron import CronError, cron_fields, tick_for, zone
 from schedules.models import Schedule
 from schedules.selectors import schedule_get
 from workflows.models import WorkflowDefinition, WorkflowVersion
+from workflows.selectors import version_resolve
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,8 @@ def schedule_delete(*, schedule: Schedule) -> None:
         schedule.delete()
         task.delete()
         # The crontab is ours alone, unless someone reused it for another beat entry.
-        CrontabSchedule.objects.filter(pk=crontab_id, periodictask__isnull=True).delete()
+        if crontab_id is not None:  # always set on ours (schedule_create)
+            CrontabSchedule.objects.filter(pk=crontab_id, periodictask__isnull=True).delete()
 
 
 def schedule_run(*, schedule_id: str, now: datetime | None = None) -> Execution | None:
@@ -141,7 +143,7 @@ def schedule_run(*, schedule_id: str, now: datetime | None = None) -> Execution 
         return None
     tick = tick_for(schedule.cron, schedule.timezone, now or timezone.now())
     key = f"schedule:{schedule.pk}:{tick.isoformat()}"
-    version = schedule.version or schedule.workflow.versions.order_by("-version").first()
+    version = schedule.version or version_resolve(workflow=schedule.workflow, number=None)
     if version is None:
         log.error("schedule %s: workflow %s has no version to run", schedule.pk, schedule.workflow)
         return None

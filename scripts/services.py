@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -118,7 +119,7 @@ def _pg_dirs(name: str) -> str | None:
 
     dirs = sorted((d for p in PG_BIN_DIRS for d in glob.glob(p)), key=version, reverse=True)
     found = [os.path.join(d, name) for d in dirs if os.access(os.path.join(d, name), os.X_OK)]
-    return (found or [None])[0]
+    return found[0] if found else None
 
 
 def _pg(name: str) -> str | None:
@@ -411,12 +412,22 @@ def status() -> bool:
     return pg_up and redis_up
 
 
+def _start_postgres_and_database() -> None:
+    start_postgres()
+    ensure_database()
+
+
+def _restart_postgres_and_database() -> None:
+    restart_postgres()
+    ensure_database()
+
+
 def main(argv: list[str] | None = None) -> int:
-    actions = {
+    actions: dict[str, Callable[[], object]] = {
         "ensure": ensure,
         "stop-postgres": stop_postgres,
-        "start-postgres": lambda: (start_postgres(), ensure_database()),
-        "restart-postgres": lambda: (restart_postgres(), ensure_database()),
+        "start-postgres": _start_postgres_and_database,
+        "restart-postgres": _restart_postgres_and_database,
         "stop-redis": stop_redis,
         "start-redis": start_redis,
         "restart-redis": restart_redis,

@@ -9,13 +9,18 @@ from django.http import HttpRequest
 
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
+# One tuple for fields and readonly_fields both (the stubs type `fields` as field groups,
+# which readonly_fields may not hold).
+_INLINE_VERSION_FIELDS = ("version", "created_at", "created_by", "definition")
+_VERSION_FIELDS = ("workflow", "version", "created_at", "created_by", "definition")
+
 
 class WorkflowVersionInline(admin.TabularInline):
     model = WorkflowVersion
     extra = 0
     can_delete = False
-    fields = ["version", "created_at", "created_by", "definition"]
-    readonly_fields = fields
+    fields = _INLINE_VERSION_FIELDS
+    readonly_fields = _INLINE_VERSION_FIELDS
     ordering = ["version"]
     show_change_link = True
 
@@ -52,8 +57,8 @@ class WorkflowVersionAdmin(admin.ModelAdmin):
     list_filter = ["workflow"]
     list_select_related = ["workflow"]
     search_fields = ["workflow__name", "created_by"]
-    fields = ["workflow", "version", "created_at", "created_by", "definition"]
-    readonly_fields = fields
+    fields = _VERSION_FIELDS
+    readonly_fields = _VERSION_FIELDS
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -123,7 +123,9 @@ def components() -> dict[str, Any]:
     from nodes.registry import function_names
 
     bound = limits()
-    out = copy.deepcopy(COMPONENTS)  # one deepcopy: Node and NodeBody still share fields
+    out: dict[str, Any] = copy.deepcopy(
+        COMPONENTS
+    )  # one deepcopy: Node and NodeBody still share fields
     policy = out["RetryPolicy"]["properties"]
     policy["max_attempts"]["maximum"] = bound.max_attempts
     policy["initial_interval_seconds"] = {

@@ -32,6 +32,19 @@ def workflow_get(*, ref: str) -> WorkflowDefinition | None:
     return workflows.filter(name=ref).first()
 
 
+def version_resolve(
+    *, workflow: WorkflowDefinition | None = None, name: str | None = None, number: int | None
+) -> WorkflowVersion | None:
+    """The version `number` of a workflow (given as a row or by name), or its latest when
+    `number` is None: the one place "pinned or latest" is decided. None: no such version."""
+    versions = WorkflowVersion.objects.select_related("workflow")
+    versions = versions.filter(workflow=workflow) if workflow is not None else versions
+    versions = versions.filter(workflow__name=name) if name is not None else versions
+    if number is not None:
+        return versions.filter(version=number).first()
+    return versions.order_by("-version").first()
+
+
 def workflow_version_list(*, workflow: WorkflowDefinition) -> QuerySet[WorkflowVersion]:
     """A workflow's versions, oldest first."""
     return WorkflowVersion.objects.filter(workflow=workflow).order_by("version")

@@ -4,6 +4,7 @@ that appends, projects and publishes on commit."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from uuid import UUID
 
 from django.db import transaction
 
@@ -18,7 +19,7 @@ from executions.models import Execution
 from workflows.dsl import Definition
 
 
-def execution_advance(*, execution_id: object) -> int:
+def execution_advance(*, execution_id: UUID | str) -> int:
     """Decide upon every event not yet decided. Returns the number of decisions."""
     with transaction.atomic():
         execution = store.lock_execution(execution_id)

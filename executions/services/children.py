@@ -11,7 +11,9 @@ deep: past it the node fails, so a recursion a definition check missed still end
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
@@ -30,7 +32,7 @@ from workflows.kinds.workflow import WorkflowSpec
 log = logging.getLogger(__name__)
 
 
-def child_key(execution_id: object, node_id: str, attempt: int) -> str:
+def child_key(execution_id: UUID | str, node_id: str, attempt: int) -> str:
     """The engine key of the child an attempt starts (Execution.engine_key)."""
     return f"child:{execution_id}:{node_id}:{attempt}"
 
@@ -50,12 +52,11 @@ def _refuse(claimed: Claimed, worker_id: str, type: str, message: str) -> None:
 
 def child_start(*, claimed: Claimed, worker_id: str) -> None:
     """Start (or find) the child execution, note it in the parent's log, park the attempt."""
-    from workflows.models import WorkflowVersion
+    from workflows.selectors import version_resolve
 
     node = claimed.node
     spec = spec_of(node, WorkflowSpec)
-    versions = WorkflowVersion.objects.filter(workflow__name=spec.workflow).order_by("-version")
-    version = versions.filter(version=spec.version).first() if spec.version else versions.first()
+    version = version_resolve(name=spec.workflow, number=spec.version)
     if version is None:
         message = f"no workflow '{spec.workflow}' version {spec.version or 'latest'}"
         _refuse(claimed, worker_id, "UnknownWorkflow", message)
@@ -99,7 +100,7 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
         parent_notify(child_id=child.pk)
 
 
-def parent_notify(*, child_id: object) -> bool:
+def parent_notify(*, child_id: UUID | str) -> bool:
     """Record a finished child's outcome as its parent node's result (once)."""
     child = Execution.objects.filter(pk=child_id).first()
     if child is None or child.status not in EXECUTION_TERMINAL:
@@ -126,7 +127,7 @@ def parent_notify(*, child_id: object) -> bool:
     return attempt_fail(attempt_id=row.pk, worker_id=row.worker_id, error=error)
 
 
-def children_pending_notice(*, exclude_parents: list[str] = ()) -> list[tuple[object, object]]:
+def children_pending_notice(*, exclude_parents: Sequence[str] = ()) -> list[tuple[UUID, UUID]]:
     """(child, parent) of ended children whose parent attempt is still parked on them: the
     notice was lost (the sweeper resends it). Starts from the few parked attempts."""
     ended_child = Execution.objects.filter(

@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from uuid import UUID
 
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
@@ -69,7 +70,7 @@ backoff = Backoff()
 
 
 def execution_fail_engine_error(
-    *, execution_id: object, exc: BaseException, where: str, source: Source
+    *, execution_id: UUID | str, exc: BaseException, where: str, source: Source
 ) -> bool:
     """Append engine_error to the execution and end it, in a fresh transaction (a savepoint
     inside an outer one). False: it had already ended, there is nothing to end."""
@@ -90,7 +91,7 @@ def execution_fail_engine_error(
     return True
 
 
-def contain(exc: Exception, *, where: str, execution_id: object | None, source: Source) -> bool:
+def contain(exc: Exception, *, where: str, execution_id: UUID | str | None, source: Source) -> bool:
     """Log `exc` with its execution and end that execution with an engine error. False:
     the error could not be recorded (it is logged, and the execution backed off)."""
     if execution_id is None:
@@ -119,7 +120,7 @@ def contain(exc: Exception, *, where: str, execution_id: object | None, source: 
 @contextmanager
 def boundary(
     where: str,
-    execution_of: Callable[[], object | None],
+    execution_of: Callable[[], UUID | str | None],
     *,
     source: Source,
     reraise_transient: bool = False,
@@ -138,7 +139,7 @@ def boundary(
         contain(exc, where=where, execution_id=_resolve(execution_of), source=source)
 
 
-def _resolve(execution_of: Callable[[], object | None]) -> object | None:
+def _resolve(execution_of: Callable[[], UUID | str | None]) -> UUID | str | None:
     try:
         return execution_of()
     except Exception:
@@ -150,12 +151,12 @@ def attempt_boundary(attempt_id: int) -> AbstractContextManager[None]:
     """The worker's boundary around one run_task message (eager dispatch stays within the
     attempt's execution)."""
 
-    def execution_of() -> object | None:
+    def execution_of() -> UUID | str | None:
         rows = Attempt.objects.filter(pk=attempt_id).values_list("execution_id", flat=True)
         return rows.first()
 
     return boundary("worker", execution_of, source=Source.WORKER, reraise_transient=True)
 
 
-def execution_of_timer(timer_id: int) -> Callable[[], object | None]:
+def execution_of_timer(timer_id: int) -> Callable[[], UUID | str | None]:
     return lambda: Timer.objects.filter(pk=timer_id).values_list("execution_id", flat=True).first()

@@ -4,6 +4,7 @@ and lets the one orchestration path (advance) decide what follows."""
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
@@ -47,7 +48,7 @@ def may_approve(username: str, approvers: tuple[str, ...]) -> bool:
     return user.groups.filter(name__in=groups).exists()
 
 
-def execution_cancel(*, execution_id: object, by: str = "") -> Execution:
+def execution_cancel(*, execution_id: UUID | str, by: str = "") -> Execution:
     with transaction.atomic():
         execution = store.lock_execution(execution_id)
         if execution.status in EXECUTION_TERMINAL:
@@ -64,7 +65,7 @@ def execution_cancel(*, execution_id: object, by: str = "") -> Execution:
 
 def signal_send(
     *,
-    execution_id: object,
+    execution_id: UUID | str,
     node_id: str,
     decision: str,
     data: Any = None,
@@ -104,7 +105,9 @@ def signal_send(
 RETRYABLE_NODE = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.SKIPPED)
 
 
-def execution_retry(*, execution_id: object, node_id: str | None = None, by: str = "") -> Execution:
+def execution_retry(
+    *, execution_id: UUID | str, node_id: str | None = None, by: str = ""
+) -> Execution:
     """Run failed or cancelled nodes again, with their downstream, in the same history."""
     with transaction.atomic():
         execution = store.lock_execution(execution_id)
@@ -146,7 +149,7 @@ def execution_retry(*, execution_id: object, node_id: str | None = None, by: str
 
 
 def execution_replay(
-    *, execution_id: object, from_node: str | None = None, by: str = ""
+    *, execution_id: UUID | str, from_node: str | None = None, by: str = ""
 ) -> Execution:
     """A new execution of the same pinned version and input. With from_node, nodes that are
     not downstream of it keep their recorded outputs instead of running again."""

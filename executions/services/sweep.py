@@ -14,6 +14,7 @@ import logging
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from uuid import UUID
 
 from django.conf import settings
 from django.db.models import F, Q
@@ -60,7 +61,7 @@ def sweep() -> SweepReport:
     return report
 
 
-def _item(where: str, execution_id: object) -> AbstractContextManager[None]:
+def _item(where: str, execution_id: UUID | str) -> AbstractContextManager[None]:
     return boundary(f"sweeper: {where}", lambda: execution_id, source=Source.SWEEPER)
 
 

@@ -4,6 +4,7 @@ and a workflow-to-workflow cycle is refused when a version would close it (issue
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -121,7 +122,7 @@ def _workflow(client: APIClient, name: str, definition: dict) -> None:
 
 
 def _calls(name: str, node_id: str = "call", version: int | None = None) -> dict:
-    node = {"id": node_id, "type": "workflow", "workflow": name}
+    node: dict[str, Any] = {"id": node_id, "type": "workflow", "workflow": name}
     if version is not None:
         node["version"] = version
     return {"nodes": [node]}

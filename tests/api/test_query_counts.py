@@ -126,6 +126,7 @@ def _with_history(size: int) -> tuple[Execution, ExecutionState]:
 def _advance_queries(size: int) -> int:
     execution, state = _with_history(size)
     node = state.nodes["f"]
+    assert node.next_retry_at is not None
     Event.objects.create(
         execution=execution, seq=size + 1, type="timer_fired", node_id="f",
         attempt=node.attempt + 1, source="timer", timestamp=node.next_retry_at,

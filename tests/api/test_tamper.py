@@ -49,7 +49,7 @@ def completed_seq(execution: Execution) -> int:
 
 #: JSON a worker may return; PostgreSQL refuses NUL and lone surrogates in jsonb (an
 #: engine error elsewhere), so they are left out here.
-_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
+_TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=8)
 outputs = st.recursive(
     st.none()
     | st.booleans()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def engine(django_db_setup, django_db_blocker, tmp_path_factory) -> Engine:
+def engine(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Engine]:
     """One worker (2 processes) and one beat for the whole session, on the test database.
 
     Integration tests commit for real (the workers must see their rows) and are never
@@ -39,6 +40,6 @@ def engine(django_db_setup, django_db_blocker, tmp_path_factory) -> Engine:
 
 
 @pytest.fixture
-def live(engine: Engine, django_db_blocker) -> Engine:
+def live(engine: Engine, django_db_blocker) -> Iterator[Engine]:
     with django_db_blocker.unblock():
         yield engine

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from uuid import UUID
 
 from django.conf import settings
 from django.db import connection
@@ -128,7 +129,7 @@ class Engine:
     def logs(self) -> str:
         return self.supervisor.logs()
 
-    def wait(self, execution_id: object, timeout: float = 60.0) -> Execution:
+    def wait(self, execution_id: UUID | str, timeout: float = 60.0) -> Execution:
         """Poll until the execution ends; fail with the worker logs if it does not."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

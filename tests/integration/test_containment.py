@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
@@ -73,7 +74,7 @@ def assert_canary_works(live) -> None:
     assert statuses == {"slow": "failed", "quick": "succeeded", "after": "succeeded"}
 
 
-def ended_on_garbage(live, execution_id: object, definition: dict) -> Execution:
+def ended_on_garbage(live, execution_id: UUID | str, definition: dict) -> Execution:
     """Wait for the execution to end while its version is garbage, then put the definition
     back and let live.wait check the log (the replay check reads the definition)."""
     deadline = time.monotonic() + 30

@@ -58,6 +58,7 @@ def assert_engine_error(execution: Execution, where: str, broke: str) -> dict:
     execution.refresh_from_db()
     assert execution.status == "failed", execution.error
     error = execution.error
+    assert error is not None
     assert error["type"] == "EngineError", error
     assert error["where"] == where, error
     assert error["message"].startswith(broke), error
@@ -229,6 +230,7 @@ def test_a_schedule_fire_on_a_broken_version_fails_only_that_execution(monkeypat
     monkeypatch.setattr("schedules.services.timezone.now", lambda: tick)
     with corrupted_definition(version.pk):
         fired = run_schedule(str(schedule.pk))
+        assert fired is not None
         execution = Execution.objects.get(pk=fired)
         assert_engine_error(execution, "start", "DefinitionError")
     assert execution.engine_key.startswith(f"schedule:{schedule.pk}:")

@@ -59,6 +59,7 @@ def post_execution(api: APIClient, definition: dict[str, Any], input: Any) -> tu
 def failed_node(execution: Execution, node_id: str) -> dict[str, Any]:
     task = Task.objects.get(execution=execution, node_id=node_id)
     assert task.status == "failed", (task.status, task.error)
+    assert task.error is not None
     return task.error
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -66,7 +67,7 @@ class Switchable:
     def __init__(self) -> None:
         self.fixed = False
 
-    def __call__(self, request, seen):
+    def __call__(self, request, seen) -> tuple[int, dict[str, Any]]:
         ok = self.fixed or request.path.startswith("/always-ok")
         return (200, {"value": 7}) if ok else (500, {"error": "down"})
 

@@ -95,7 +95,7 @@ def run(live, name: str, definition: dict[str, Any], note: str, input: Any = Non
 
 
 def test_record_golden_histories(live) -> None:
-    def respond(request, seen):
+    def respond(request, seen) -> tuple[int, dict[str, Any]]:
         if request.path == "/flaky":  # 503 twice, then 200
             flaky = [r for r in seen if r.path == "/flaky"]
             return (200, {"ok": True}) if len(flaky) > 2 else (503, {"error": "busy"})

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -45,7 +46,7 @@ GHOST = "ghost-host:999999:1"
 
 
 def one_node(node: dict, **policy) -> dict:
-    definition = {"nodes": [{"id": "n", "type": "function", **node}]}
+    definition: dict[str, Any] = {"nodes": [{"id": "n", "type": "function", **node}]}
     if policy:
         definition["retry_policy"] = policy
     return definition
@@ -126,7 +127,7 @@ def test_duplicate_run_task_messages_run_the_attempt_once(live) -> None:
     # The engine published one message on commit; three more copies of it arrive at once.
     duplicates = [str(uuid.uuid4()) for _ in range(3)]
     for task_id in duplicates:
-        run_task.apply_async(args=[attempt.pk], task_id=task_id)
+        run_task.apply_async(args=(attempt.pk,), task_id=task_id)
     done = live.wait(execution.pk)
     wait_for_tasks(live, duplicates)
     assert done.status == "succeeded", (done.error, timeline(done))
@@ -139,7 +140,7 @@ def test_duplicate_run_task_messages_run_the_attempt_once(live) -> None:
     ]
     # A copy delivered after the end changes nothing either.
     late = str(uuid.uuid4())
-    run_task.apply_async(args=[attempt.pk], task_id=late)
+    run_task.apply_async(args=(attempt.pk,), task_id=late)
     wait_for_tasks(live, [late])
     assert Event.objects.filter(execution=done).count() == 5
     attempt.refresh_from_db()
@@ -205,6 +206,7 @@ def test_lost_run_task_message_is_republished_by_the_sweeper(live) -> None:
     assert done.output == {"n": {"x": 1}}
     attempt.refresh_from_db()
     # Republished (the stamp moved) no sooner than WORKFLOW_REPUBLISH_AFTER_SECONDS (2).
+    assert attempt.published_at is not None
     assert (attempt.published_at - attempt.scheduled_at).total_seconds() >= 2
     (scheduled,) = events(done, "task_scheduled")
     (started,) = events(done, "task_started")

@@ -30,7 +30,7 @@ def fn(node_id: str, **fields: Any) -> dict[str, Any]:
     return {"id": node_id, "type": "function", "function": "std.echo", **fields}
 
 
-def node(node_id: str, node_type: str, **fields: Any) -> dict[str, Any]:
+def node(node_id: object, node_type: object, **fields: Any) -> dict[str, Any]:
     return {"id": node_id, "type": node_type, **fields}
 
 
@@ -794,14 +794,15 @@ def test_templates_may_read_transitive_ancestors() -> None:
 
 @pytest.mark.parametrize("node_type", NODE_TYPES)
 def test_every_type_has_a_minimal_valid_form(node_type: str) -> None:
-    minimal = {
+    minimal_forms: dict[str, dict[str, Any]] = {
         "function": {"function": "std.noop"},
         "http": {"request": {"url": URL}},
         "delay": {"seconds": 0},
         "approval": {},
         "workflow": {"workflow": "child"},
         "map": {"items": "input.xs", "node": body_fn()},
-    }[node_type]
+    }
+    minimal = minimal_forms[node_type]
     assert parse_definition(defn(node("a", node_type, **minimal))).nodes[0].type == node_type
 
 
@@ -852,7 +853,9 @@ def _values(bodies: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     )
 
 
-bodies = st.deferred(lambda: st.dictionaries(st.sampled_from(KEYS), _values(bodies), max_size=6))
+bodies: st.SearchStrategy[dict[str, Any]] = st.deferred(
+    lambda: st.dictionaries(st.sampled_from(KEYS), _values(bodies), max_size=6)
+)
 nodes = st.dictionaries(st.sampled_from([*KEYS, "id", "id"]), _values(bodies) | ids, max_size=8)
 definitions = st.fixed_dictionaries(
     {"nodes": st.lists(nodes, max_size=5)},

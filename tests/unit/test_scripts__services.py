@@ -8,6 +8,7 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def var(monkeypatch) -> Path:
+def var(monkeypatch) -> Iterator[Path]:
     """A var/ that the `postgres` user can reach too (PostgreSQL runs as it when root)."""
     path = Path(tempfile.mkdtemp(prefix="wf-services-", dir="/tmp"))
     path.chmod(0o755)

@@ -61,8 +61,12 @@ class Command(BaseCommand):
                 bar.close()
                 raise CommandError(str(broken))
             definition = definition_for(execution.version_id)
+
+            def advanced(n: int) -> None:
+                bar.update(n)
+
             found, state = verify_log(
-                definition, events, execution_id=str(execution.pk), progress=bar.update
+                definition, events, execution_id=str(execution.pk), progress=advanced
             )
             bar.close()
             if found is not None:

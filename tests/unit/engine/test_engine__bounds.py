@@ -133,7 +133,9 @@ def test_the_bound_on_items_follows_the_setting() -> None:
 
 def scheduled_items(run: Run) -> int:
     return sum(
-        1 for e in run.log if e.type == EventType.TASK_SCHEDULED and e.node_id.startswith("m[")
+        1
+        for e in run.log
+        if e.type == EventType.TASK_SCHEDULED and e.node_id and e.node_id.startswith("m[")
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -41,7 +42,7 @@ def logs(draw: st.DrawFn) -> list[Linked]:
     count = draw(st.integers(min_value=1, max_value=12))
     events, previous = [], GENESIS
     for seq in range(1, count + 1):
-        fields = {
+        fields: dict[str, Any] = {
             "seq": seq,
             "type": draw(st.sampled_from(["workflow_started", "task_scheduled", "task_failed"])),
             "node_id": draw(st.none() | st.sampled_from(["a", "b", "map[3]"])),

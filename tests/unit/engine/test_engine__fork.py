@@ -24,6 +24,7 @@ def decide_on_deep_copy(definition, state: ExecutionState) -> list:
         if not step:
             return decisions
         for decision in step:
+            assert working.now is not None
             apply_event(working, decision.as_event(working.last_seq + 1, working.now))
         decisions.extend(step)
     raise AssertionError("no fixpoint")
@@ -44,7 +45,7 @@ def test_decide_leaves_its_state_unchanged_at_every_step(case, seed, flag) -> No
         assert decide_on_deep_copy(definition, before) == decisions
         original()
 
-    run.advance = checked
+    run.advance = checked  # type: ignore[method-assign]  # a check wrapped around each step
     run.run_to_end({"flag": flag})
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from executions.engine import payloads as p
 from executions.engine.containment import engine_error_data
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import EventType
 
 HISTORIES = sorted((Path(__file__).parents[2] / "golden" / "histories").glob("*.json"))
@@ -66,24 +67,24 @@ def test_error_record_round_trip_keeps_details_in_order() -> None:
         "status_code": 503,
         "body": "busy",
     }
-    error = p.ErrorRecord.from_json(stored)
+    error = ErrorRecord.from_json(stored)
     assert (error.type, error.message, error.retryable) == ("HTTPStatusError", "503", True)
     assert error.details == {"status_code": 503, "body": "busy"}
     assert list(error.to_json()) == list(stored)
     # A workflow's error names no type: none is added.
-    assert p.ErrorRecord(message="node 'a' failed").to_json() == {"message": "node 'a' failed"}
+    assert ErrorRecord(message="node 'a' failed").to_json() == {"message": "node 'a' failed"}
 
 
 def test_an_error_wraps_its_cause() -> None:
     inner = {"type": "Boom", "message": "no", "retryable": False}
-    outer = p.ErrorRecord("MapItemFailed", "item m[0] failed", False, {"cause": inner})
-    assert outer.cause == p.ErrorRecord("Boom", "no", False)
-    assert p.ErrorRecord("X").cause is None
+    outer = ErrorRecord("MapItemFailed", "item m[0] failed", False, {"cause": inner})
+    assert outer.cause == ErrorRecord("Boom", "no", False)
+    assert ErrorRecord("X").cause is None
 
 
 def test_a_stored_error_that_is_not_an_object_still_decodes() -> None:
     payload = p.decode(p.TaskFailed, {"error": "disk full"})
-    assert payload.error == p.ErrorRecord(message="disk full")
+    assert payload.error == ErrorRecord(message="disk full")
 
 
 def test_engine_error_data_is_the_engine_error_payload() -> None:

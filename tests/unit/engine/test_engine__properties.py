@@ -49,10 +49,12 @@ def test_nodes_start_only_after_their_parents_settle(case) -> None:
     settled_at: dict[str, int] = {}
     for event in run.log:
         if event.type in STARTING and event.attempt == 1:
+            assert event.node_id is not None
             node = run.definition.node_for(event.node_id)
             for parent in node.depends_on:
                 assert parent in settled_at, f"{event.node_id} started before {parent} settled"
         if event.type in SETTLING:
+            assert event.node_id is not None
             settled_at.setdefault(event.node_id, event.seq)
 
 
@@ -111,7 +113,7 @@ def test_a_failed_execution_undoes_succeeded_nodes_latest_first(case) -> None:
         for n in run.definition.nodes
         if n.compensation is not None and run.state.node(n.id).status == TaskStatus.SUCCEEDED
     ]
-    scheduled = [e.node_id for e in run.log if e.type == EventType.COMPENSATION_SCHEDULED]
+    scheduled = [str(e.node_id) for e in run.log if e.type == EventType.COMPENSATION_SCHEDULED]
     if run.state.status != ExecutionStatus.FAILED:
         assert scheduled == []
         return

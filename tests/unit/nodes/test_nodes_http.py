@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import httpx
 import pytest
@@ -117,7 +118,7 @@ def no_connections(monkeypatch) -> list[tuple]:
 
 
 def call(request: dict, ctx: NodeContext, **kwargs) -> dict:
-    options = {"success_status": None, "allowed_hosts": LOCAL, "timeout": 5.0}
+    options: dict[str, Any] = {"success_status": None, "allowed_hosts": LOCAL, "timeout": 5.0}
     options.update(kwargs)
     return run_http(request, ctx, **options)
 
@@ -186,7 +187,9 @@ def test_429_with_retry_after(server, ctx):
 
 def test_retry_after_http_date():
     in_ten = formatdate(time.time() + 10, usegmt=True)
-    assert 8 <= _retry_after_seconds(in_ten) <= 10
+    seconds = _retry_after_seconds(in_ten)
+    assert seconds is not None
+    assert 8 <= seconds <= 10
     assert _retry_after_seconds("garbage") is None
     assert _retry_after_seconds("-3") == 0
 

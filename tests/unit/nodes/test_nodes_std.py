@@ -123,7 +123,12 @@ def test_demo_signup_chain_is_deterministic_per_idempotency_key():
 
 def test_demo_function_takes_time_and_heartbeats():
     beats: list[int] = []
-    ctx = NodeContext("e", "n", 1, _heartbeat=lambda: beats.append(1) or True)
+
+    def heartbeat() -> bool:
+        beats.append(1)
+        return True
+
+    ctx = NodeContext("e", "n", 1, _heartbeat=heartbeat)
     started = time.monotonic()
     call("demo.verify_account", {"user_id": "u"}, ctx)
     assert 0.4 <= time.monotonic() - started < 2
