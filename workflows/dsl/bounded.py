@@ -15,12 +15,15 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from jmespath.parser import ParsedResult, Parser
 from jmespath.visitor import TreeInterpreter
 
 from workflows.dsl.limits import limits, over
+
+if TYPE_CHECKING:
+    from jmespath.visitor import _TreeNode  # the stubs' parse-tree node, a TypedDict
 
 
 class ExpressionFailure(Exception):
@@ -31,7 +34,7 @@ class _UncachedParser(Parser):
     """jmespath's parser caches 512 parse trees of any size in a class-level dict; our
     own cache below is bounded by the text it holds instead, so bypass that one."""
 
-    _CACHE: dict[str, ParsedResult] = {}
+    _CACHE: ClassVar[dict[str, ParsedResult]] = {}
     _MAX_SIZE = 0  # with an empty cache, parse() returns without storing
 
 
@@ -173,7 +176,7 @@ class _BoundedInterpreter(TreeInterpreter):
         self.charge = budget.charge
         self._methods: dict[str, Any] = {}
 
-    def visit(self, node: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    def visit(self, node: _TreeNode, *args: Any, **kwargs: Any) -> Any:
         # The hot path of every evaluation: the charge and the dispatch are inlined.
         budget = self.budget
         budget.left -= 1
@@ -188,7 +191,7 @@ class _BoundedInterpreter(TreeInterpreter):
             self.charge(len(result))
         return result
 
-    def visit_flatten(self, node: dict[str, Any], value: Any) -> Any:
+    def visit_flatten(self, node: _TreeNode, value: Any) -> Any:
         # Charged before each extend: one step can multiply the size by the number of
         # references to the same list (`[@,@,@][]`), so charging afterwards is too late.
         base = self.visit(node["children"][0], value)

@@ -118,7 +118,8 @@ def recorded(values: Mapping[str, Any] | None) -> Iterator[Limits]:
 
 
 def setting_of(name: str) -> str:
-    return _FIELDS[name].metadata["setting"]
+    setting: str = _FIELDS[name].metadata["setting"]
+    return setting
 
 
 def over(name: str, *, what: str, got: float | None = None) -> str:
@@ -151,7 +152,8 @@ def configure(**values: float) -> Limits:
     unknown = set(values) - set(_FIELDS)
     if unknown:
         raise TypeError(f"unknown limits: {', '.join(sorted(unknown))}")
-    _current = dataclasses.replace(_current, **values)
+    changes: dict[str, Any] = dict(values)  # int and float fields alike
+    _current = dataclasses.replace(_current, **changes)
     return _current
 
 
