@@ -35,8 +35,8 @@ from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.engine.timeutil import plus_seconds
 from workflows.dsl import Definition, Node
-from workflows.dsl.bounded import step_budget
-from workflows.dsl.limits import recorded
+from workflows.dsl.bounded import close_step, open_step
+from workflows.dsl.limits import enter_recorded, exit_recorded
 from workflows.dsl.templates import TemplateError, render
 from workflows.kinds import get_kind
 
@@ -59,8 +59,15 @@ def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
     # thousand first nodes cannot make POST /executions do a thousand budgets' worth.
     # The bounds this execution recorded when it started (a setting changed since must not
     # change what is decided for it, nor make --verify disagree with its log).
-    with recorded(state.limits), step_budget():
+    # Tokens, not `with` blocks: two generator context managers per call cost more than
+    # a small decide itself (decide runs once per fact, and per run in --verify).
+    bounds = enter_recorded(state.limits)
+    step = open_step()
+    try:
         return _fixpoint(definition, state)
+    finally:
+        close_step(step)
+        exit_recorded(bounds)
 
 
 def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:

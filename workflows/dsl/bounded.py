@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from jmespath.parser import ParsedResult, Parser
@@ -136,11 +136,21 @@ def step_budget() -> Iterator[None]:
     """Every evaluation inside shares WORKFLOW_MAX_STEP_WORK on top of its own budget: a
     decide call over a thousand first nodes (inside POST /executions) cannot do a
     thousand budgets' worth of work."""
-    token = _STEP.set(Budget(limit="max_step_work"))
+    token = open_step()
     try:
         yield
     finally:
-        _STEP.reset(token)
+        close_step(token)
+
+
+def open_step() -> Token[Budget | None]:
+    """`step_budget` without a generator, for decide's hot path: pass the token to
+    `close_step`, in a finally."""
+    return _STEP.set(Budget(limit="max_step_work"))
+
+
+def close_step(token: Token[Budget | None]) -> None:
+    _STEP.reset(token)
 
 
 @contextmanager

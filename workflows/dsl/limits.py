@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,19 +102,47 @@ def recorded(values: Mapping[str, Any] | None) -> Iterator[Limits]:
     """The bounds an execution recorded at its start, in force inside the block. A history
     that recorded none (older than the recording) gets the bounds in force, as before; a
     name this version does not know, or a value that is not a number, is ignored."""
-    known = {
-        name: type(getattr(_current, name))(value)
-        for name, value in (values or {}).items()
-        if name in _FIELDS and isinstance(value, int | float) and not isinstance(value, bool)
-    }
-    if not known:
-        yield limits()
-        return
-    token = _RECORDED.set(dataclasses.replace(limits(), **known))
+    token = enter_recorded(values)
     try:
         yield limits()
     finally:
+        exit_recorded(token)
+
+
+def enter_recorded(values: Mapping[str, Any] | None) -> Token[Limits | None] | None:
+    """`recorded` without a generator, for decide's hot path: pass the token (None when
+    nothing was recorded) to `exit_recorded`, in a finally."""
+    if not values:
+        return None
+    bounds = _recorded_bounds(values)
+    return None if bounds is None else _RECORDED.set(bounds)
+
+
+def exit_recorded(token: Token[Limits | None] | None) -> None:
+    if token is not None:
         _RECORDED.reset(token)
+
+
+#: (values, the bounds they were applied to, the result) of the last `_recorded_bounds`:
+#: decide runs once per fact with the same recorded values, and dataclasses.replace of
+#: every field cost more than the rest of a small decide.
+_LAST: tuple[dict[str, Any], Limits, Limits | None] | None = None
+
+
+def _recorded_bounds(values: Mapping[str, Any]) -> Limits | None:
+    global _LAST
+    base = limits()
+    last = _LAST  # one read: another thread may replace it meanwhile
+    if last is not None and last[1] is base and last[0] == values:
+        return last[2]
+    known = {
+        name: type(getattr(_current, name))(value)
+        for name, value in values.items()
+        if name in _FIELDS and isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    bounds = dataclasses.replace(base, **known) if known else None
+    _LAST = (dict(values), base, bounds)
+    return bounds
 
 
 def setting_of(name: str) -> str:
