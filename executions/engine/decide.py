@@ -28,6 +28,7 @@ from executions.engine.payloads import (
     WorkflowFailed,
     decided,
     decode,
+    read,
 )
 from executions.engine.retry import retry_delay, should_retry
 from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
@@ -88,7 +89,7 @@ def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:
                 owned.add(decision.node_id)
             if working.now is None:  # decide only decides after workflow_started
                 raise DecideLoopError("a decision before any event")
-            apply_event(working, decision.as_event(working.last_seq + 1, working.now))
+            apply_event(working, decision.as_event(working.last_seq + 1, working.now, typed=True))
         decisions.extend(step)
         if all(_settles_nothing(decision) for decision in step):
             return decisions  # nothing in this step can make another decision possible
@@ -103,7 +104,7 @@ def _settles_nothing(decision: Decision) -> bool:
         return True
     if decision.type != EventType.TASK_SCHEDULED:
         return False
-    kind = get_kind(decode(TaskScheduled, decision.data).type)
+    kind = get_kind(read(TaskScheduled, decision).type)
     return kind is None or not kind.schedules_more
 
 
@@ -184,7 +185,8 @@ def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[De
         delay_seconds=delay,
         due_at=plus_seconds(state.now, delay).isoformat(),
         next_attempt=current.attempt + 1,
-        error_type=ErrorRecord.from_json(current.error).type if current.error else None,
+        # The stored error's type, as ErrorRecord.from_json(error).type reads it.
+        error_type=current.error.get("type") if current.error else None,
     )
     yield decided(EventType.TASK_RETRY_SCHEDULED, retry, node.id, current.attempt)
 

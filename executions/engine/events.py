@@ -61,6 +61,9 @@ class Event:
     attempt: int | None = None
     data: dict[str, Any] = field(default_factory=dict)
     source: Source = Source.ENGINE
+    #: Inside decide only: the typed payload `data` was encoded from, so folding the
+    #: decision into decide's working copy need not decode it again (payloads.read).
+    payload: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,13 @@ class Decision:
     node_id: str | None = None
     attempt: int | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    #: The typed payload `data` is exactly the stored form of (payloads.decided), if any.
+    payload: object = field(default=None, compare=False, repr=False)
 
-    def as_event(self, seq: int, timestamp: datetime) -> Event:
-        return Event(seq, self.type, timestamp, self.node_id, self.attempt, self.data)
+    def as_event(self, seq: int, timestamp: datetime, *, typed: bool = False) -> Event:
+        """typed: the event carries the payload too. Only for decide's working copy, where
+        `data` cannot have been changed since it was encoded; the shell folds `data`."""
+        payload = self.payload if typed else None
+        return Event(
+            seq, self.type, timestamp, self.node_id, self.attempt, self.data, payload=payload
+        )

@@ -48,7 +48,7 @@ def _current(state: ExecutionState, event: Event) -> NodeState | None:
 
 
 def _workflow_started(state: ExecutionState, event: Event) -> None:
-    payload = p.decode(p.WorkflowStarted, event.data)
+    payload = p.read(p.WorkflowStarted, event)
     state.status = ExecutionStatus.RUNNING
     state.input = payload.input
     state.limits = dict(payload.limits) if payload.limits is not None else None
@@ -56,7 +56,7 @@ def _workflow_started(state: ExecutionState, event: Event) -> None:
 
 
 def _task_scheduled(state: ExecutionState, event: Event) -> None:
-    payload = p.decode(p.TaskScheduled, event.data)
+    payload = p.read(p.TaskScheduled, event)
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or node.attempt + 1
     node.input = payload.input
@@ -94,7 +94,7 @@ def _settle(state: ExecutionState, event: Event, status: TaskStatus) -> NodeStat
 def _task_completed(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.SUCCEEDED)
     if node is not None:
-        node.output = p.decode(p.TaskCompleted, event.data).output
+        node.output = p.read(p.TaskCompleted, event).output
         node.error = None
         node.completed_seq = event.seq
 
@@ -105,7 +105,7 @@ def _failed(default: ErrorRecord) -> Callable[[ExecutionState, Event], None]:
     def handler(state: ExecutionState, event: Event) -> None:
         node = _settle(state, event, TaskStatus.FAILED)
         if node is not None:
-            node.error = (p.decode(p.TaskFailed, event.data).error or default).to_json()
+            node.error = (p.read(p.TaskFailed, event).error or default).to_json()
 
     return handler
 
@@ -114,7 +114,7 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.RETRYING
     node.retry_count += 1
-    due = p.decode(p.TaskRetryScheduled, event.data).due_at
+    due = p.read(p.TaskRetryScheduled, event).due_at
     node.next_retry_at = datetime.fromisoformat(due) if isinstance(due, str) else due
     node.retry_due = False
 
@@ -122,21 +122,21 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
 def _task_skipped(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.SKIPPED
-    node.reason = p.decode(p.Reason, event.data).reason
+    node.reason = p.read(p.Reason, event).reason
     node.ended_at = event.timestamp
 
 
 def _task_cancelled(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.CANCELLED)
     if node is not None:
-        node.reason = p.decode(p.Reason, event.data).reason
+        node.reason = p.read(p.Reason, event).reason
 
 
 def _timer_started(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or 1
     node.status = TaskStatus.WAITING
-    node.input = p.decode(p.TimerStarted, event.data).input
+    node.input = p.read(p.TimerStarted, event).input
     node.timer_fired = False
     if node.started_at is None:
         node.started_at = event.timestamp
@@ -144,7 +144,7 @@ def _timer_started(state: ExecutionState, event: Event) -> None:
 
 def _timer_fired(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
-    if p.decode(p.TimerFired, event.data).kind == "retry":
+    if p.read(p.TimerFired, event).kind == "retry":
         if node.status == TaskStatus.RETRYING and event.attempt == node.attempt + 1:
             node.retry_due = True
     elif node.status == TaskStatus.WAITING and event.attempt == node.attempt:
@@ -156,7 +156,7 @@ def _signal_received(state: ExecutionState, event: Event) -> None:
     if node.status == TaskStatus.WAITING and node.signal is None:
         # Kept in its stored form: the state is plain JSON (snapshots); decide reads it
         # back as a SignalReceived.
-        node.signal = p.to_json(p.decode(p.SignalReceived, event.data))
+        node.signal = p.to_json(p.read(p.SignalReceived, event))
 
 
 def _retry_requested(state: ExecutionState, event: Event) -> None:
@@ -167,7 +167,7 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = False
     # An operator's retry after an engine error is a fresh try (the cause may be fixed).
     state.engine_error = None
-    for node_id in p.decode(p.RetryRequested, event.data).nodes:
+    for node_id in p.read(p.RetryRequested, event).nodes:
         node = state.node(node_id)
         node.attempt_base = node.attempt
         node.retry_count = 0
@@ -187,7 +187,7 @@ def _cancel_requested(state: ExecutionState, event: Event) -> None:
 
 def _engine_error(state: ExecutionState, event: Event) -> None:
     if state.status not in EXECUTION_TERMINAL and state.engine_error is None:
-        error = p.decode(p.EngineErrorFact, event.data).error
+        error = p.read(p.EngineErrorFact, event).error
         state.engine_error = (error or ErrorRecord("EngineError", "?")).to_json()
 
 
@@ -195,7 +195,7 @@ def _ended(
     status: ExecutionStatus, kind: type[p.WorkflowCompleted | p.WorkflowFailed | p.Reason]
 ) -> Callable[[ExecutionState, Event], None]:
     def handler(state: ExecutionState, event: Event) -> None:
-        payload = p.decode(kind, event.data)
+        payload = p.read(kind, event)
         state.status = status
         state.ended_at = event.timestamp
         state.output = payload.output if isinstance(payload, p.WorkflowCompleted) else None

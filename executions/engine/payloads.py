@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from executions.engine.errors import ErrorRecord
-from executions.engine.events import Decision, EventType
+from executions.engine.events import Decision, Event, EventType
 
 JSON = Any
 _OPTIONAL = {"optional": True}
@@ -215,14 +215,26 @@ _PLANS: dict[type[Payload], _Plan] = {}
 
 def to_json(payload: Payload) -> dict[str, JSON]:
     """The stored form: known fields in declared order, then the kept unknown keys."""
+    return _encode(payload)[0]
+
+
+def _encode(payload: Payload) -> tuple[dict[str, JSON], bool]:
+    """to_json, and whether decoding it gives back `payload` field for field (no error
+    record turned into JSON, no kept key that could shadow a known one)."""
     out: dict[str, JSON] = {}
+    exact = not payload.extra
+    attrs = payload.__dict__
     for name, optional, _ in (_PLANS.get(type(payload)) or _plan(type(payload))).known:
-        value = getattr(payload, name)
-        if value is None and optional:
-            continue
-        out[name] = value.to_json() if isinstance(value, ErrorRecord) else value
-    out.update(payload.extra)
-    return out
+        value = attrs[name]
+        if value is None:
+            if optional:
+                continue
+        elif isinstance(value, ErrorRecord):
+            value, exact = value.to_json(), False
+        out[name] = value
+    if not exact:
+        out.update(payload.extra)
+    return out, exact
 
 
 def decode(cls: type[P], data: Mapping[str, JSON]) -> P:
@@ -265,5 +277,16 @@ def decided(
     node_id: str | None = None,
     attempt: int | None = None,
 ) -> Decision:
-    """A decision whose data is the payload's stored form."""
-    return Decision(event_type, node_id, attempt, to_json(payload))
+    """A decision whose data is the payload's stored form (and which carries the payload
+    when that decodes back to it: see `read`)."""
+    data, exact = _encode(payload)
+    return Decision(event_type, node_id, attempt, data, payload if exact else None)
+
+
+def read(cls: type[P], item: Event | Decision) -> P:
+    """The payload of an event or decision: the one decide built it from when it carries
+    one of this class (the same values decoding its data gives), else decoded."""
+    known = item.payload
+    if type(known) is cls:
+        return known
+    return decode(cls, item.data)
