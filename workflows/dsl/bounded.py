@@ -128,7 +128,22 @@ class Budget:
             self._settled_at = self.left
 
 
-_STEP: ContextVar[Budget | None] = ContextVar("step_budget", default=None)
+class _Step:
+    """A step's shared budget, made when the step first evaluates an expression: most
+    decide calls evaluate none, and each makes a step."""
+
+    __slots__ = ("budget",)
+
+    def __init__(self) -> None:
+        self.budget: Budget | None = None
+
+    def shared(self) -> Budget:
+        if self.budget is None:
+            self.budget = Budget(limit="max_step_work")
+        return self.budget
+
+
+_STEP: ContextVar[_Step | None] = ContextVar("step_budget", default=None)
 
 
 @contextmanager
@@ -143,13 +158,13 @@ def step_budget() -> Iterator[None]:
         close_step(token)
 
 
-def open_step() -> Token[Budget | None]:
+def open_step() -> Token[_Step | None]:
     """`step_budget` without a generator, for decide's hot path: pass the token to
     `close_step`, in a finally."""
-    return _STEP.set(Budget(limit="max_step_work"))
+    return _STEP.set(_Step())
 
 
-def close_step(token: Token[Budget | None]) -> None:
+def close_step(token: Token[_Step | None]) -> None:
     _STEP.reset(token)
 
 
@@ -157,7 +172,8 @@ def close_step(token: Token[Budget | None]) -> None:
 def spending() -> Iterator[Budget]:
     """A budget of WORKFLOW_MAX_EXPRESSION_WORK (no more than the step has left), settled
     with the step when the block ends, however it ends."""
-    budget = Budget(parent=_STEP.get())
+    step = _STEP.get()
+    budget = Budget(parent=step.shared() if step is not None else None)
     try:
         yield budget
     finally:
