@@ -28,7 +28,6 @@ from executions.engine.payloads import (
     WorkflowFailed,
     decided,
     decode,
-    read,
 )
 from executions.engine.retry import retry_delay, should_retry
 from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
@@ -104,7 +103,7 @@ def _settles_nothing(decision: Decision) -> bool:
         return True
     if decision.type != EventType.TASK_SCHEDULED:
         return False
-    kind = get_kind(read(TaskScheduled, decision).type)
+    kind = get_kind(decode(TaskScheduled, decision.data, decision.payload).type)
     return kind is None or not kind.schedules_more
 
 

@@ -38,8 +38,16 @@ class ErrorRecord:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, JSON]) -> ErrorRecord:
-        details = {k: v for k, v in raw.items() if k not in _ERROR_KEYS}
-        return cls(raw.get("type"), raw.get("message"), raw.get("retryable"), details)
+        # fold reads every failure through here: filling the frozen instance's __dict__
+        # skips the dataclass __init__'s object.__setattr__ per field (same values).
+        record = object.__new__(cls)
+        record.__dict__.update(
+            type=raw.get("type"),
+            message=raw.get("message"),
+            retryable=raw.get("retryable"),
+            details={k: v for k, v in raw.items() if k not in _ERROR_KEYS},
+        )
+        return record
 
     @property
     def cause(self) -> ErrorRecord | None:

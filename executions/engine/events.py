@@ -62,7 +62,7 @@ class Event:
     data: dict[str, Any] = field(default_factory=dict)
     source: Source = Source.ENGINE
     #: Inside decide only: the typed payload `data` was encoded from, so folding the
-    #: decision into decide's working copy need not decode it again (payloads.read).
+    #: decision into decide's working copy need not decode it again (payloads.decode).
     payload: object = field(default=None, compare=False, repr=False)
 
 

@@ -1,6 +1,7 @@
 """fold(events) -> state: a table of transitions, one function per event type.
 
-Each handler reads its event's typed payload (engine/payloads.py), never the raw dict.
+Each handler reads its event's typed payload (engine/payloads.py), never the raw dict:
+`decode(cls, event.data, event.payload)` (the payload an event carries inside decide).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _current(state: ExecutionState, event: Event) -> NodeState | None:
 
 
 def _workflow_started(state: ExecutionState, event: Event) -> None:
-    payload = p.read(p.WorkflowStarted, event)
+    payload = p.decode(p.WorkflowStarted, event.data, event.payload)
     state.status = ExecutionStatus.RUNNING
     state.input = payload.input
     state.limits = dict(payload.limits) if payload.limits is not None else None
@@ -56,7 +57,7 @@ def _workflow_started(state: ExecutionState, event: Event) -> None:
 
 
 def _task_scheduled(state: ExecutionState, event: Event) -> None:
-    payload = p.read(p.TaskScheduled, event)
+    payload = p.decode(p.TaskScheduled, event.data, event.payload)
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or node.attempt + 1
     node.input = payload.input
@@ -94,7 +95,7 @@ def _settle(state: ExecutionState, event: Event, status: TaskStatus) -> NodeStat
 def _task_completed(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.SUCCEEDED)
     if node is not None:
-        node.output = p.read(p.TaskCompleted, event).output
+        node.output = p.decode(p.TaskCompleted, event.data, event.payload).output
         node.error = None
         node.completed_seq = event.seq
 
@@ -105,7 +106,9 @@ def _failed(default: ErrorRecord) -> Callable[[ExecutionState, Event], None]:
     def handler(state: ExecutionState, event: Event) -> None:
         node = _settle(state, event, TaskStatus.FAILED)
         if node is not None:
-            node.error = (p.read(p.TaskFailed, event).error or default).to_json()
+            node.error = (
+                p.decode(p.TaskFailed, event.data, event.payload).error or default
+            ).to_json()
 
     return handler
 
@@ -114,7 +117,7 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.RETRYING
     node.retry_count += 1
-    due = p.read(p.TaskRetryScheduled, event).due_at
+    due = p.decode(p.TaskRetryScheduled, event.data, event.payload).due_at
     node.next_retry_at = datetime.fromisoformat(due) if isinstance(due, str) else due
     node.retry_due = False
 
@@ -122,21 +125,21 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
 def _task_skipped(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.SKIPPED
-    node.reason = p.read(p.Reason, event).reason
+    node.reason = p.decode(p.Reason, event.data, event.payload).reason
     node.ended_at = event.timestamp
 
 
 def _task_cancelled(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.CANCELLED)
     if node is not None:
-        node.reason = p.read(p.Reason, event).reason
+        node.reason = p.decode(p.Reason, event.data, event.payload).reason
 
 
 def _timer_started(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or 1
     node.status = TaskStatus.WAITING
-    node.input = p.read(p.TimerStarted, event).input
+    node.input = p.decode(p.TimerStarted, event.data, event.payload).input
     node.timer_fired = False
     if node.started_at is None:
         node.started_at = event.timestamp
@@ -144,7 +147,7 @@ def _timer_started(state: ExecutionState, event: Event) -> None:
 
 def _timer_fired(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
-    if p.read(p.TimerFired, event).kind == "retry":
+    if p.decode(p.TimerFired, event.data, event.payload).kind == "retry":
         if node.status == TaskStatus.RETRYING and event.attempt == node.attempt + 1:
             node.retry_due = True
     elif node.status == TaskStatus.WAITING and event.attempt == node.attempt:
@@ -156,7 +159,7 @@ def _signal_received(state: ExecutionState, event: Event) -> None:
     if node.status == TaskStatus.WAITING and node.signal is None:
         # Kept in its stored form: the state is plain JSON (snapshots); decide reads it
         # back as a SignalReceived.
-        node.signal = p.to_json(p.read(p.SignalReceived, event))
+        node.signal = p.to_json(p.decode(p.SignalReceived, event.data, event.payload))
 
 
 def _retry_requested(state: ExecutionState, event: Event) -> None:
@@ -167,7 +170,7 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = False
     # An operator's retry after an engine error is a fresh try (the cause may be fixed).
     state.engine_error = None
-    for node_id in p.read(p.RetryRequested, event).nodes:
+    for node_id in p.decode(p.RetryRequested, event.data, event.payload).nodes:
         node = state.node(node_id)
         node.attempt_base = node.attempt
         node.retry_count = 0
@@ -187,7 +190,7 @@ def _cancel_requested(state: ExecutionState, event: Event) -> None:
 
 def _engine_error(state: ExecutionState, event: Event) -> None:
     if state.status not in EXECUTION_TERMINAL and state.engine_error is None:
-        error = p.read(p.EngineErrorFact, event).error
+        error = p.decode(p.EngineErrorFact, event.data, event.payload).error
         state.engine_error = (error or ErrorRecord("EngineError", "?")).to_json()
 
 
@@ -195,7 +198,7 @@ def _ended(
     status: ExecutionStatus, kind: type[p.WorkflowCompleted | p.WorkflowFailed | p.Reason]
 ) -> Callable[[ExecutionState, Event], None]:
     def handler(state: ExecutionState, event: Event) -> None:
-        payload = p.read(kind, event)
+        payload = p.decode(kind, event.data, event.payload)
         state.status = status
         state.ended_at = event.timestamp
         state.output = payload.output if isinstance(payload, p.WorkflowCompleted) else None

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from executions.engine.errors import ErrorRecord
-from executions.engine.events import Decision, Event, EventType
+from executions.engine.events import Decision, EventType
 
 JSON = Any
 _OPTIONAL = {"optional": True}
@@ -237,17 +237,21 @@ def _encode(payload: Payload) -> tuple[dict[str, JSON], bool]:
     return out, exact
 
 
-def decode(cls: type[P], data: Mapping[str, JSON]) -> P:
+def decode(cls: type[P], data: Mapping[str, JSON], known: object = None) -> P:
     """A payload of `cls` from stored JSON; missing keys take the field's default.
+    `known`: an event's or decision's `payload`, the one decide built `data` from (the
+    same values decoding gives, see `decided`): returned as it is when of this class.
 
     fold decodes every event it reads, so this fills the frozen instance's __dict__
     directly instead of running the dataclass __init__ (about 3x faster; the values are
     the same ones __init__ would set)."""
+    if type(known) is cls:
+        return known
     plan = _PLANS.get(cls) or _plan(cls)
     payload = object.__new__(cls)
     attrs = payload.__dict__
     attrs.update(plan.defaults)
-    if data.keys() <= plan.names:
+    if plan.names.issuperset(data):
         attrs.update(data)
     else:
         attrs.update((k, v) for k, v in data.items() if k in plan.names)
@@ -278,15 +282,6 @@ def decided(
     attempt: int | None = None,
 ) -> Decision:
     """A decision whose data is the payload's stored form (and which carries the payload
-    when that decodes back to it: see `read`)."""
+    when that decodes back to it: see `decode`)."""
     data, exact = _encode(payload)
     return Decision(event_type, node_id, attempt, data, payload if exact else None)
-
-
-def read(cls: type[P], item: Event | Decision) -> P:
-    """The payload of an event or decision: the one decide built it from when it carries
-    one of this class (the same values decoding its data gives), else decoded."""
-    known = item.payload
-    if type(known) is cls:
-        return known
-    return decode(cls, item.data)
