@@ -61,13 +61,14 @@ def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
     # change what is decided for it, nor make --verify disagree with its log).
     # Tokens, not `with` blocks: two generator context managers per call cost more than
     # a small decide itself (decide runs once per fact, and per run in --verify).
-    bounds = enter_recorded(state.limits)
+    bounds = enter_recorded(state.limits) if state.limits else None
     step = open_step()
     try:
         return _fixpoint(definition, state)
     finally:
         close_step(step)
-        exit_recorded(bounds)
+        if bounds is not None:
+            exit_recorded(bounds)
 
 
 def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:

@@ -224,12 +224,12 @@ def _encode(payload: Payload) -> tuple[dict[str, JSON], bool]:
     out: dict[str, JSON] = {}
     exact = not payload.extra
     attrs = payload.__dict__
-    for name, optional, _ in (_PLANS.get(type(payload)) or _plan(type(payload))).known:
+    for name, optional, error in (_PLANS.get(type(payload)) or _plan(type(payload))).known:
         value = attrs[name]
         if value is None:
             if optional:
                 continue
-        elif isinstance(value, ErrorRecord):
+        elif error and isinstance(value, ErrorRecord):  # only error fields hold one
             value, exact = value.to_json(), False
         out[name] = value
     if not exact:
@@ -265,7 +265,7 @@ def decode(cls: type[P], data: Mapping[str, JSON], known: object = None) -> P:
 def _error(value: JSON) -> ErrorRecord:
     """A stored error; one that is not an object (never written by this engine) keeps
     its text as the message rather than breaking the fold of its execution."""
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # dict first: the ABC check is slow
         return ErrorRecord.from_json(value)
     return ErrorRecord(message=str(value))
 
