@@ -284,4 +284,4 @@ def decided(
     """A decision whose data is the payload's stored form (and which carries the payload
     when that decodes back to it: see `decode`)."""
     data, exact = _encode(payload)
-    return Decision(event_type, node_id, attempt, data, payload if exact else None)
+    return Decision.built(event_type, node_id, attempt, data, payload if exact else None)
