@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -14,14 +12,8 @@ from executions.engine import payloads as p
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import EventType
 from executions.engine.timeutil import EARLIEST, LATEST, plus_seconds
+from tests.unit.engine.test_engine__payloads import STORED
 from workflows.dsl.limits import limits, overridden, recorded
-
-HISTORIES = sorted((Path(__file__).parents[2] / "golden" / "histories").glob("*.json"))
-STORED = [
-    (EventType(e["type"]), e["data"])
-    for path in HISTORIES
-    for e in json.loads(path.read_text())["events"]
-]
 
 
 def test_a_decision_carries_only_a_payload_its_data_decodes_back_to() -> None:
