@@ -33,6 +33,7 @@ from executions.worker.watchdog import Watchdog
 from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.tasks import execute
+from workflows.kinds import get_kind
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -138,7 +139,8 @@ def _run_claimed(claimed: Claimed, worker: str, *, claim_next: bool) -> Claimed 
         _heartbeat=keeper.renew,
         _is_cancelled=keeper.lost.is_set,
     )
-    if claimed.node.type == "workflow":
+    kind = get_kind(claimed.node.type)
+    if kind is not None and kind.starts_child:
         try:
             child_start(claimed=claimed, worker_id=worker)
         finally:

@@ -87,6 +87,9 @@ class NodeKind:
     fans_out: ClassVar[bool] = False
     #: It waits for approve/reject (POST .../approve, .../reject).
     approvable: ClassVar[bool] = False
+    #: Its worker starts a child execution and parks the attempt until the child ends
+    #: (executions/services/children.py), instead of calling an executor.
+    starts_child: ClassVar[bool] = False
     #: The JSON Schema of each of its fields, for GET /schema (workflows/definition_schema.py).
     schema: ClassVar[Mapping[str, Any]] = {}
 

@@ -31,6 +31,7 @@ class WorkflowKind(NodeKind):
     name = "workflow"
     fields = ("workflow", "version")
     runs_on_worker = True
+    starts_child = True
     schema: ClassVar[Mapping[str, Any]] = {
         "workflow": {
             "type": "string",
@@ -39,7 +40,7 @@ class WorkflowKind(NodeKind):
         },
         "version": {"type": "integer", "minimum": 1, "description": "workflow: pin a version."},
     }
-    # No executor: the worker's task starts the child itself (nodes/tasks.py).
+    # No executor: the worker starts the child itself (executions/worker/runtime.py).
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
