@@ -1,7 +1,9 @@
 """fold(events) -> state: a table of transitions, one function per event type.
 
 Each handler reads its event's typed payload (engine/payloads.py), never the raw dict:
-`decode(cls, event.data, event.payload)` (the payload an event carries inside decide).
+`decode(cls, event.data, event.payload)` (the payload an event carries inside decide), or
+for the steps that read one or two plain fields, that field's typed reader
+(engine/readers.py: the same value, without decoding the rest).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from executions.engine import payloads as p
+from executions.engine import readers as r
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Event, EventType
 from executions.engine.state import ExecutionState, NodeState
@@ -57,17 +60,16 @@ def _workflow_started(state: ExecutionState, event: Event) -> None:
 
 
 def _task_scheduled(state: ExecutionState, event: Event) -> None:
-    payload = p.decode(p.TaskScheduled, event.data, event.payload)
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or node.attempt + 1
-    node.input = payload.input
+    node.input = r.SCHEDULED_INPUT(event.data, event.payload)
     node.retry_due = False
     node.next_retry_at = None
     node.error = None
     # The kind says what scheduling makes of the node (an approval waits for a signal, a
     # map runs in the orchestrator while its items do); a kind this engine does not know
     # (a history from another version) is taken as a worker's.
-    kind = get_kind(payload.type)
+    kind = get_kind(r.SCHEDULED_TYPE(event.data, event.payload))
     node.status = kind.scheduled_status if kind is not None else TaskStatus.SCHEDULED
     if node.status != TaskStatus.SCHEDULED and node.started_at is None:
         node.started_at = event.timestamp
@@ -95,7 +97,7 @@ def _settle(state: ExecutionState, event: Event, status: TaskStatus) -> NodeStat
 def _task_completed(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.SUCCEEDED)
     if node is not None:
-        node.output = p.decode(p.TaskCompleted, event.data, event.payload).output
+        node.output = r.COMPLETED_OUTPUT(event.data, event.payload)
         node.error = None
         node.completed_seq = event.seq
 
@@ -117,7 +119,7 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.RETRYING
     node.retry_count += 1
-    due = p.decode(p.TaskRetryScheduled, event.data, event.payload).due_at
+    due = r.RETRY_DUE_AT(event.data, event.payload)
     node.next_retry_at = datetime.fromisoformat(due) if isinstance(due, str) else due
     node.retry_due = False
 
@@ -125,21 +127,21 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
 def _task_skipped(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.status = TaskStatus.SKIPPED
-    node.reason = p.decode(p.Reason, event.data, event.payload).reason
+    node.reason = r.REASON(event.data, event.payload)
     node.ended_at = event.timestamp
 
 
 def _task_cancelled(state: ExecutionState, event: Event) -> None:
     node = _settle(state, event, TaskStatus.CANCELLED)
     if node is not None:
-        node.reason = p.decode(p.Reason, event.data, event.payload).reason
+        node.reason = r.REASON(event.data, event.payload)
 
 
 def _timer_started(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
     node.attempt = event.attempt or 1
     node.status = TaskStatus.WAITING
-    node.input = p.decode(p.TimerStarted, event.data, event.payload).input
+    node.input = r.TIMER_INPUT(event.data, event.payload)
     node.timer_fired = False
     if node.started_at is None:
         node.started_at = event.timestamp
@@ -147,7 +149,7 @@ def _timer_started(state: ExecutionState, event: Event) -> None:
 
 def _timer_fired(state: ExecutionState, event: Event) -> None:
     node = state.node(event.node_id or "")
-    if p.decode(p.TimerFired, event.data, event.payload).kind == "retry":
+    if r.TIMER_KIND(event.data, event.payload) == "retry":
         if node.status == TaskStatus.RETRYING and event.attempt == node.attempt + 1:
             node.retry_due = True
     elif node.status == TaskStatus.WAITING and event.attempt == node.attempt:

@@ -213,6 +213,11 @@ _NOTHING: Mapping[str, JSON] = MappingProxyType({})
 _PLANS: dict[type[Payload], _Plan] = {}
 
 
+def plan_of(cls: type[Payload]) -> _Plan:
+    """The codec's plan of a payload class (engine/readers.py reads single fields by it)."""
+    return _PLANS.get(cls) or _plan(cls)
+
+
 def to_json(payload: Payload) -> dict[str, JSON]:
     """The stored form: known fields in declared order, then the kept unknown keys."""
     return _encode(payload)[0]
