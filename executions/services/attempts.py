@@ -20,6 +20,7 @@ from django.utils import timezone
 from executions import store
 from executions.definitions import definition_for
 from executions.engine.context import template_context
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
 from executions.models import Attempt, AttemptStatus
 from executions.services.advance import record_and_decide
@@ -146,7 +147,7 @@ def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> b
 def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
     """The sweeper's verdict on an attempt whose lease or deadline passed, and still has:
     a renewal that came in since the sweeper looked wins (its worker is alive)."""
-    error = {"type": "Timeout", "message": reason, "retryable": True}
+    error = ErrorRecord(type="Timeout", message=reason, retryable=True).to_json()
     now = timezone.now()
     return _finish(
         attempt_id,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -20,6 +19,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
 from executions import store
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution
@@ -46,7 +46,7 @@ def child_of(attempt: Attempt) -> Execution | None:
 
 
 def _refuse(claimed: Claimed, worker_id: str, type: str, message: str) -> None:
-    error: dict[str, Any] = {"type": type, "retryable": False, "message": message}
+    error = ErrorRecord(type=type, message=message, retryable=False).to_json()
     attempt_fail(attempt_id=claimed.attempt_id, worker_id=worker_id, error=error)
 
 
@@ -117,13 +117,12 @@ def parent_notify(*, child_id: UUID | str) -> bool:
     if child.status == ExecutionStatus.SUCCEEDED:
         output = child.output
         return attempt_complete(attempt_id=row.pk, worker_id=row.worker_id, output=output)
-    error = {
-        "type": "ChildWorkflowFailed" if child.status == "failed" else "ChildWorkflowCancelled",
-        "message": f"child execution {child.pk} {child.status}",
-        "retryable": False,
-        "child_execution_id": str(child.pk),
-        "cause": child.error,
-    }
+    error = ErrorRecord(
+        type="ChildWorkflowFailed" if child.status == "failed" else "ChildWorkflowCancelled",
+        message=f"child execution {child.pk} {child.status}",
+        retryable=False,
+        details={"child_execution_id": str(child.pk), "cause": child.error},
+    ).to_json()
     return attempt_fail(attempt_id=row.pk, worker_id=row.worker_id, error=error)
 
 
