@@ -29,6 +29,7 @@ from executions.engine.payloads import (
     decided,
     decode,
 )
+from executions.engine.readers import SCHEDULED_TYPE
 from executions.engine.retry import retry_delay, should_retry
 from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
 from executions.engine.state import ExecutionState, NodeState
@@ -104,7 +105,7 @@ def _settles_nothing(decision: Decision) -> bool:
         return True
     if decision.type != EventType.TASK_SCHEDULED:
         return False
-    kind = get_kind(decode(TaskScheduled, decision.data, decision.payload).type)
+    kind = get_kind(SCHEDULED_TYPE(decision.data, decision.payload))
     return kind is None or not kind.schedules_more
 
 

@@ -57,3 +57,15 @@ class ErrorRecord:
 
 
 _ERROR_KEYS = frozenset({"type", "message", "retryable"})
+
+
+def normal_json(raw: Mapping[str, JSON]) -> dict[str, JSON]:
+    """`ErrorRecord.from_json(raw).to_json()` without the record in between (fold keeps
+    every failure in this form)."""
+    out: dict[str, JSON] = {}
+    for key in ("type", "message", "retryable"):
+        value = raw.get(key)
+        if value is not None:
+            out[key] = value
+    out.update((k, v) for k, v in raw.items() if k not in _ERROR_KEYS)
+    return out

@@ -108,9 +108,7 @@ def _failed(default: ErrorRecord) -> Callable[[ExecutionState, Event], None]:
     def handler(state: ExecutionState, event: Event) -> None:
         node = _settle(state, event, TaskStatus.FAILED)
         if node is not None:
-            node.error = (
-                p.decode(p.TaskFailed, event.data, event.payload).error or default
-            ).to_json()
+            node.error = r.failure_json(event.data, event.payload, default)
 
     return handler
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from executions.engine import payloads as p
+from executions.engine.errors import ErrorRecord, normal_json
 
 #: (event.data, event.payload) -> the field's value, typed where the reader is declared.
 Reader = Callable[[Mapping[str, Any], object], Any]
@@ -35,6 +36,21 @@ def reader(cls: type[p.Payload], name: str) -> Reader:
         return data.get(name, default)
 
     return read
+
+
+def failure_json(data: Mapping[str, Any], known: object, default: ErrorRecord) -> dict[str, Any]:
+    """`(decode(TaskFailed, data, known).error or default).to_json()`, the form fold keeps a
+    failed attempt's error in, without the payload and ErrorRecord in between (fold reads
+    every failure)."""
+    if type(known) is p.TaskFailed:
+        return (known.error or default).to_json()
+    raw = data.get("error")
+    if not raw:
+        return default.to_json()
+    if type(raw) is dict:
+        return normal_json(raw)
+    error = p.decode(p.TaskFailed, data).error  # not an object: decode's own way
+    return (error or default).to_json()
 
 
 _Data = Mapping[str, Any]
