@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
+from executions.engine.fastinit import install
 
 JSON = Any
 _OPTIONAL = {"optional": True}
@@ -173,6 +174,10 @@ PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.WORKFLOW_CANCELLED: Reason,
     EventType.ENGINE_ERROR: EngineErrorFact,
 }
+
+_CLASSES: set[type[Payload]] = {Payload, *PAYLOADS.values()}
+for _cls in _CLASSES:
+    install(_cls)
 
 P = TypeVar("P", bound=Payload)
 
