@@ -1,4 +1,4 @@
-"""A faster __init__ for the frozen payload dataclasses (engine/payloads.py).
+"""A faster __init__ and encoder for the frozen payload dataclasses (engine/payloads.py).
 
 decide builds a payload per decision; a frozen dataclass's generated __init__ sets each
 field through object.__setattr__, about 0.85 us for a four-field payload. The __init__
@@ -12,6 +12,7 @@ Pure Python: no Django.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -44,3 +45,35 @@ def install(cls: type[Any]) -> None:
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     cls.__init__ = init  # type checkers keep the dataclass signature
+
+
+def encoder(
+    cls: type[Any], known: tuple[tuple[str, bool, bool], ...], record: type[Any]
+) -> Callable[[Any], tuple[dict[str, Any], bool]]:
+    """payloads._encode for one class, as straight-line code: the loop over the class's
+    plan (`known`: name, optional, error per field) unrolled, about half the time. Same
+    dict, same keys in the same order, same `exact`."""
+    lines = ["def encode(payload):", "    a = payload.__dict__", "    exact = not a['extra']"]
+    lead = [name for name, optional, error in known]
+    plain = 0
+    while plain < len(known) and not known[plain][1] and not known[plain][2]:
+        plain += 1
+    lines.append("    out = {" + ", ".join(f"{n!r}: a[{n!r}]" for n in lead[:plain]) + "}")
+    for name, optional, error in known[plain:]:
+        lines.append(f"    v = a[{name!r}]")
+        if not error:
+            lines.append(f"    if v is not None: out[{name!r}] = v" if optional else "")
+            if not optional:
+                lines.append(f"    out[{name!r}] = v")
+            continue
+        lines.append("    if v is None:")
+        lines.append(f"        {'pass' if optional else f'out[{name!r}] = v'}")
+        lines.append("    else:")
+        lines.append("        if isinstance(v, _Record): v, exact = v.to_json(), False")
+        lines.append(f"        out[{name!r}] = v")
+    lines += ["    if not exact: out.update(a['extra'])", "    return out, exact"]
+    namespace: dict[str, Any] = {"_Record": record}
+    exec("\n".join(lines) + "\n", namespace)  # built from the class's own field names only
+    encode: Callable[[Any], tuple[dict[str, Any], bool]] = namespace["encode"]
+    encode.__qualname__ = f"{cls.__qualname__}.encode"
+    return encode

@@ -15,14 +15,14 @@ Pure Python: no Django.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
-from executions.engine.fastinit import install
+from executions.engine.fastinit import encoder, install
 
 JSON = Any
 _OPTIONAL = {"optional": True}
@@ -216,6 +216,7 @@ def _plan(cls: type[Payload]) -> _Plan:
 
 _NOTHING: Mapping[str, JSON] = MappingProxyType({})
 _PLANS: dict[type[Payload], _Plan] = {}
+_ENCODERS: dict[type[Payload], Callable[[Payload], tuple[dict[str, JSON], bool]]] = {}
 
 
 def plan_of(cls: type[Payload]) -> _Plan:
@@ -231,20 +232,12 @@ def to_json(payload: Payload) -> dict[str, JSON]:
 def _encode(payload: Payload) -> tuple[dict[str, JSON], bool]:
     """to_json, and whether decoding it gives back `payload` field for field (no error
     record turned into JSON, no kept key that could shadow a known one)."""
-    out: dict[str, JSON] = {}
-    exact = not payload.extra
-    attrs = payload.__dict__
-    for name, optional, error in (_PLANS.get(type(payload)) or _plan(type(payload))).known:
-        value = attrs[name]
-        if value is None:
-            if optional:
-                continue
-        elif error and isinstance(value, ErrorRecord):  # only error fields hold one
-            value, exact = value.to_json(), False
-        out[name] = value
-    if not exact:
-        out.update(payload.extra)
-    return out, exact
+    # One generated encoder per class (engine/fastinit.py): the plan's loop, unrolled.
+    encode = _ENCODERS.get(type(payload))
+    if encode is None:
+        cls = type(payload)
+        encode = _ENCODERS[cls] = encoder(cls, plan_of(cls).known, ErrorRecord)
+    return encode(payload)
 
 
 def decode(cls: type[P], data: Mapping[str, JSON], known: object = None) -> P:
