@@ -3,8 +3,9 @@ import time
 
 import pytest
 
+import nodes.context
 import nodes.demo
-import nodes.std  # noqa: F401
+import nodes.std
 from nodes.context import NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.registry import get_function
@@ -20,20 +21,44 @@ def test_echo_and_noop():
     assert call("std.noop", {"a": 1}) is None
 
 
-def test_sleep_heartbeats_at_least_every_second_and_returns_input():
+class _Clock:
+    """A monotonic clock that moves only when the sleeper waits: timings become exact."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wait(self, timeout: float | None = None) -> bool:  # threading.Event.wait
+        self.now += timeout or 0.0
+        return False
+
+    def is_set(self) -> bool:
+        return False
+
+    def set(self) -> None:
+        raise AssertionError("nothing cancels this attempt")
+
+
+def test_sleep_heartbeats_at_least_every_second_and_returns_input(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(nodes.context.time, "monotonic", clock.monotonic)
     beats: list[float] = []
 
     def beat() -> bool:
-        beats.append(time.monotonic())
+        beats.append(clock.monotonic())
         return True
 
-    ctx = NodeContext("e", "n", 1, _heartbeat=beat)
-    started = time.monotonic()
+    ctx = NodeContext("e", "n", 1, _heartbeat=beat, _cancel_event=clock)  # type: ignore[arg-type]
+    started = clock.monotonic()
     assert call("std.sleep", {"seconds": 1.3, "x": 1}, ctx) == {"seconds": 1.3, "x": 1}
-    elapsed = time.monotonic() - started
-    assert 1.3 <= elapsed < 2.5
+    elapsed = clock.monotonic() - started
+    # It sleeps the whole time, and overshoots by less than one wake-up step (1e-9: the
+    # fake clock adds floats).
+    assert 1.3 - 1e-9 <= elapsed < 1.3 + nodes.context.SLEEP_STEP_SECONDS + 1e-9
     assert len(beats) >= 2
-    gaps = [b - a for a, b in zip([started, *beats], [*beats, time.monotonic()], strict=True)]
+    gaps = [b - a for a, b in zip([started, *beats], [*beats, clock.monotonic()], strict=True)]
     assert max(gaps) < 1.0
 
 
