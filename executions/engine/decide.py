@@ -31,7 +31,13 @@ from executions.engine.payloads import (
 )
 from executions.engine.readers import SCHEDULED_TYPE
 from executions.engine.retry import retry_delay, should_retry
-from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
+from executions.engine.rules import (
+    RUNS_AFTER_FAILURE,
+    Verdict,
+    failed_for_good,
+    is_settled,
+    trigger_verdict,
+)
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.engine.timeutil import plus_seconds
@@ -226,7 +232,7 @@ def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
             continue
         if failing is None:
             failing = _failing(definition, state)
-        if failing and node.trigger_rule != "all_done":
+        if failing and node.trigger_rule not in RUNS_AFTER_FAILURE:
             yield _skip(node.id, "execution is failing", attempt)
             continue
         # Templates may only read upstream nodes, which are settled: one context serves

@@ -1,7 +1,14 @@
-"""When a pending node may run: trigger rules over its parents' statuses."""
+"""When a pending node may run: trigger rules over its parents' outcomes.
+
+Airflow's meanings. A settled parent's outcome is `succeeded`, `failed` (failed for
+good, or cancelled: Airflow's failed/upstream_failed) or `skipped`. Most rules wait for
+every parent to settle; `one_success` and `one_failed` run as soon as one parent has
+that outcome. A rule that cannot hold any more skips the node.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
 from executions.engine.retry import should_retry
@@ -14,6 +21,26 @@ class Verdict(Enum):
     WAIT = "wait"
     RUN = "run"
     SKIP = "skip"
+
+
+#: Rules meant to run after a failure: strict failure still starts them (CONTRACT 3, 6).
+RUNS_AFTER_FAILURE = frozenset({"all_done", "one_failed", "all_failed"})
+
+#: (succeeded, failed, skipped) counts over settled parents -> run?
+_Holds = Callable[[int, int, int], bool]
+_WHEN_SETTLED: dict[str, _Holds] = {
+    "all_success": lambda ok, bad, skipped: bad == 0 and skipped == 0,
+    "none_failed": lambda ok, bad, skipped: bad == 0,
+    "all_done": lambda ok, bad, skipped: True,
+    "one_success": lambda ok, bad, skipped: ok > 0,
+    "one_failed": lambda ok, bad, skipped: bad > 0,
+    "none_failed_min_one_success": lambda ok, bad, skipped: bad == 0 and ok > 0,
+    "all_failed": lambda ok, bad, skipped: ok == 0 and skipped == 0,
+    "none_skipped": lambda ok, bad, skipped: skipped == 0,
+}
+
+#: Rules that fire on the first parent with this outcome, settled siblings or not.
+_EAGER = {"one_success": "succeeded", "one_failed": "failed"}
 
 
 def failed_for_good(node: Node, state: NodeState) -> bool:
@@ -30,17 +57,37 @@ def is_settled(node: Node, state: NodeState) -> bool:
     return failed_for_good(node, state)
 
 
+def outcome(node: Node, state: NodeState | None) -> str | None:
+    """`succeeded`, `failed` or `skipped` for a settled node; None while it is not."""
+    if state is None:
+        return None
+    status = state.status
+    if status == TaskStatus.SUCCEEDED or status == TaskStatus.SKIPPED:
+        return status
+    if status == TaskStatus.CANCELLED or failed_for_good(node, state):
+        return "failed"
+    return None
+
+
 def trigger_verdict(definition: Definition, state: ExecutionState, node: Node) -> Verdict:
+    if not node.depends_on:
+        return Verdict.RUN  # as in Airflow: a root runs whatever its rule
     nodes, by_id = state.nodes, definition.by_id
-    statuses = []
+    eager = _EAGER.get(node.trigger_rule)
+    waiting = False
+    counts = {"succeeded": 0, "failed": 0, "skipped": 0}
     for parent_id in node.depends_on:
-        parent_state = nodes.get(parent_id)
-        if parent_state is None or not is_settled(by_id[parent_id], parent_state):
-            return Verdict.WAIT  # the common case in a wide fan-in: stop at the first
-        statuses.append(parent_state.status)
-    if node.trigger_rule == "all_done":
-        return Verdict.RUN
-    if node.trigger_rule == "none_failed":
-        bad = {TaskStatus.FAILED, TaskStatus.CANCELLED}
-        return Verdict.SKIP if any(s in bad for s in statuses) else Verdict.RUN
-    return Verdict.RUN if all(s == TaskStatus.SUCCEEDED for s in statuses) else Verdict.SKIP
+        got = outcome(by_id[parent_id], nodes.get(parent_id))
+        if got is None:
+            if eager is None:
+                return Verdict.WAIT  # the common case in a wide fan-in: stop at the first
+            waiting = True
+            continue
+        if got == eager:
+            return Verdict.RUN
+        counts[got] += 1
+    if waiting:
+        return Verdict.WAIT
+    holds = _WHEN_SETTLED[node.trigger_rule]
+    ran = holds(counts["succeeded"], counts["failed"], counts["skipped"])
+    return Verdict.RUN if ran else Verdict.SKIP

@@ -15,7 +15,7 @@ from executions.definitions import definition_for
 from executions.engine.chain import first_break
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
-from executions.models import Execution
+from executions.models import Execution, Task
 from executions.projections import differences
 from executions.supervisor import (
     WORKER_READY,
@@ -56,6 +56,16 @@ def assert_replayable(execution: Execution) -> None:
     assert divergence is None, str(divergence)
     drift = differences(execution, store.state_at(execution.pk))
     assert drift == [], f"projection differs from the log: {drift}"
+
+
+def wait_for(execution: Execution, node_id: str, status: str, timeout: float = 30) -> None:
+    """Poll until the node's task has `status` (a real worker or the orchestrator put it there)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if Task.objects.filter(execution=execution, node_id=node_id, status=status).exists():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{node_id} never {status}")
 
 
 @dataclass

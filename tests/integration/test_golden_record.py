@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from executions.models import Event, Execution, Task
 from executions.services import control
 from tests.factories import make_version, start
 from tests.golden import scenarios
+from tests.integration.engine import wait_for
 from tests.servers import http_server
 
 HISTORIES = Path(__file__).resolve().parents[1] / "golden" / "histories"
@@ -76,15 +76,6 @@ def dump(name: str, execution: Execution, definition: dict[str, Any], note: str)
     HISTORIES.mkdir(parents=True, exist_ok=True)
     path = HISTORIES / f"{name}.json"
     path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-
-
-def wait_for(execution: Execution, node_id: str, status: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if Task.objects.filter(execution=execution, node_id=node_id, status=status).exists():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{node_id} never {status}")
 
 
 def run(live, name: str, definition: dict[str, Any], note: str, input: Any = None) -> Execution:

@@ -11,7 +11,17 @@ from workflows.kinds import NAMES
 COMPENSATION_SUFFIX = ".compensation"
 #: The registered node types (workflows/kinds/): a live view, never a second list.
 NODE_TYPES = NAMES
-TRIGGER_RULES = ("all_success", "none_failed", "all_done")
+#: Airflow's names and meanings (executions/engine/rules.py decides them).
+TRIGGER_RULES = (
+    "all_success",
+    "none_failed",
+    "all_done",
+    "one_success",
+    "one_failed",
+    "none_failed_min_one_success",
+    "all_failed",
+    "none_skipped",
+)
 
 JSON = Any
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from workflows.dsl import Definition, Node, NodeBody, RetryPolicy
+from workflows.dsl import TRIGGER_RULES, Definition, Node, NodeBody, RetryPolicy
 from workflows.kinds.approval import ApprovalSpec
 from workflows.kinds.delay import DelaySpec
 from workflows.kinds.function import FunctionSpec
@@ -49,7 +49,7 @@ def dags(draw: st.DrawFn, max_nodes: int = 10) -> tuple[Definition, dict[str, li
                 spec=SPECS[kind](draw),
                 compensation=UNDO if kind == "function" and draw(st.booleans()) else None,
                 depends_on=tuple(sorted(parents)),
-                trigger_rule=draw(st.sampled_from(["all_success", "none_failed", "all_done"])),
+                trigger_rule=draw(st.sampled_from(TRIGGER_RULES)),
                 when=when,
                 input={"parents": [f"{{{{ nodes.{p}.output }}}}" for p in sorted(parents)]},
                 retry_policy=RetryPolicy(
