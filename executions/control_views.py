@@ -11,13 +11,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.fields import MAX_INT32, StrictCharField
+from config.fields import MAX_INT32, StrictBooleanField, StrictCharField, StrictIntegerField
 from config.openapi import CONFLICT, query_parameter
 from config.parsers import query_int
 from executions import store
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
-from executions.services import control
+from executions.services import control, whatif
 
 
 class SignalSerializer(serializers.Serializer):
@@ -38,6 +38,39 @@ class RetrySerializer(serializers.Serializer):
 class ReplaySerializer(serializers.Serializer):
     from_node = StrictCharField(
         required=False, max_length=80, help_text="Run this node and its downstream again."
+    )
+    version = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_INT32,
+        help_text="Replay the recorded history against this version of the workflow.",
+    )
+    input = serializers.JSONField(
+        required=False, allow_null=True, help_text="Another input (null means {})."
+    )
+    dry_run = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Only report where the history would diverge (200); start nothing.",
+    )
+
+
+class ReplayReportSerializer(serializers.Serializer):
+    """What the recorded history would have done under the other version or input."""
+
+    diverges_at = serializers.IntegerField(
+        allow_null=True, help_text="The seq of the first decision that differs; null: none."
+    )
+    reason = serializers.CharField(allow_null=True)
+    decisions = serializers.ListField(
+        child=serializers.DictField(),
+        help_text='At the divergence: [{"seq", "would_decide", "recorded", "same"}].',
+    )
+    reused = serializers.ListField(
+        child=serializers.CharField(), help_text="Nodes whose recorded outputs are reused."
+    )
+    would_run = serializers.ListField(
+        child=serializers.CharField(), help_text="Nodes that would be decided afresh."
     )
 
 
@@ -72,15 +105,27 @@ class RetryView(_ControlView):
 
 
 class ReplayView(_ControlView):
-    @extend_schema(request=ReplaySerializer, responses={201: ExecutionSerializer})
+    @extend_schema(
+        request=ReplaySerializer,
+        responses={200: ReplayReportSerializer, 201: ExecutionSerializer},
+    )
     def post(self, request: Request, execution_id) -> Response:
-        self.execution(execution_id)
+        execution = self.execution(execution_id)
         body = ReplaySerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        data = body.validated_data
+        extra = {"input": {} if data["input"] is None else data["input"]} if "input" in data else {}
+        if data["dry_run"]:
+            number = data.get("version", execution.version.version)
+            version = whatif.version_of(execution, number)
+            report = whatif.replay_report(execution=execution, version=version, **extra)
+            return Response(report.to_json(), status=200)
         replay = control.execution_replay(
             execution_id=execution_id,
-            from_node=body.validated_data.get("from_node"),
+            from_node=data.get("from_node"),
+            version=data.get("version"),
             by=request.user.get_username(),
+            **extra,
         )
         return Response(ExecutionSerializer(replay).data, status=201)
 

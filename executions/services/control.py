@@ -17,6 +17,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Timer, TimerKind
+from executions.services import whatif
 from executions.services.advance import record_and_advance
 from executions.services.start import execution_start
 from workflows.kinds import get_kind
@@ -149,24 +150,41 @@ def execution_retry(
 
 
 def execution_replay(
-    *, execution_id: UUID | str, from_node: str | None = None, by: str = ""
+    *,
+    execution_id: UUID | str,
+    from_node: str | None = None,
+    version: int | None = None,
+    input: Any = whatif.RECORDED,
+    by: str = "",
 ) -> Execution:
-    """A new execution of the same pinned version and input. With from_node, nodes that are
-    not downstream of it keep their recorded outputs instead of running again."""
+    """A new execution of the same input (or `input`) on the same pinned version (or
+    `version`, see services/whatif.py: the outputs its report marks reusable are kept).
+    With from_node, it and its downstream run again whatever else is kept."""
     source = Execution.objects.select_related("version").get(pk=execution_id)
-    definition = definition_for(source.version_id)
+    target = source.version if version is None else whatif.version_of(source, version)
+    definition = definition_for(target.pk)
     if from_node is not None and from_node not in definition.by_id:
-        raise UnknownNode(f"no node '{from_node}' in this execution's definition")
-    reused: list[Decision] = []
-    if from_node is not None:
+        raise UnknownNode(f"no node '{from_node}' in the replayed version's definition")
+    rerun = definition.downstream_of(from_node) if from_node is not None else frozenset()
+    if version is not None or input is not whatif.RECORDED:
+        report = whatif.replay_report(execution=source, version=target, input=input)
+        outputs = report.outputs
+    elif from_node is not None:
         recorded = store.state_at(source.pk)
-        rerun = definition.downstream_of(from_node)
-        for node in definition.nodes:
-            kept = recorded.node(node.id)
-            if node.id not in rerun and kept.status == TaskStatus.SUCCEEDED:
-                data = {"output": kept.output, "reused_from": str(source.pk)}
-                reused.append(Decision(EventType.TASK_COMPLETED, node.id, None, data))
+        outputs = {
+            node.id: recorded.node(node.id).output
+            for node in definition.nodes
+            if recorded.node(node.id).status == TaskStatus.SUCCEEDED
+        }
+    else:
+        outputs = {}
+    kept = {node_id: out for node_id, out in outputs.items() if node_id not in rerun}
+    reused = whatif.reused_results(kept, source)
     execution, _ = execution_start(
-        version=source.version, input=source.input, replay_of=source, reuse=reused, by=by
+        version=target,
+        input=source.input if input is whatif.RECORDED else input,
+        replay_of=source,
+        reuse=reused,
+        by=by,
     )
     return execution

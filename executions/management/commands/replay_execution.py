@@ -1,15 +1,19 @@
-"""manage.py replay_execution <id> [--at-seq N] [--verify] [--rebuild]
+"""manage.py replay_execution <id> [--at-seq N] [--verify] [--rebuild] [--against-version N]
 
 Folds an execution's log and prints what the engine knew: a per-node table and the
 timeline. --verify checks the hash chain (exits 1 naming the first seq whose hash does not
 match) and re-derives every orchestrator decision from the events before it (exits 1 at
 the first divergence); --rebuild rewrites the projections from the log.
+--against-version N [--input JSON] prints, as JSON, what the recorded history would have
+done under version N of its workflow (POST /executions/{id}/replay with dry_run).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
@@ -21,6 +25,7 @@ from executions.engine.fold import fold
 from executions.engine.verify import verify_log
 from executions.models import Execution
 from executions.projections import differences, rebuild
+from executions.services import whatif
 
 
 class Command(BaseCommand):
@@ -32,6 +37,15 @@ class Command(BaseCommand):
         parser.add_argument("--verify", action="store_true", help="re-derive every decision")
         parser.add_argument("--rebuild", action="store_true", help="rewrite the projections")
         parser.add_argument("--quiet", action="store_true", help="no table or timeline")
+        parser.add_argument(
+            "--against-version",
+            type=int,
+            default=None,
+            help="print where the history would diverge under this version (JSON)",
+        )
+        parser.add_argument(
+            "--input", default=None, help="with --against-version: another input (JSON)"
+        )
 
     def handle(self, *args, **options) -> None:
         try:
@@ -43,6 +57,9 @@ class Command(BaseCommand):
         )
         if execution is None:
             raise CommandError(f"no execution {execution_id}")
+        if options["against_version"] is not None:
+            self._against(execution, options["against_version"], options["input"])
+            return
         at_seq = options["at_seq"]
         if at_seq is not None and not 0 <= at_seq <= execution.last_seq:
             raise CommandError(f"--at-seq must be between 0 and {execution.last_seq}")
@@ -92,6 +109,20 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.WARNING("projection differs from the log:"))
                 for line in drift:
                     self.stdout.write(f"  {line}")
+
+    def _against(self, execution: Execution, number: int, raw_input: str | None) -> None:
+        extra = {}
+        if raw_input is not None:
+            try:
+                extra["input"] = json.loads(raw_input)
+            except ValueError as exc:
+                raise CommandError(f"--input is not JSON: {exc}") from None
+        try:
+            version = whatif.version_of(execution, number)
+        except ValidationError as exc:
+            raise CommandError(f"--against-version: {exc.messages[0]}") from None
+        report = whatif.replay_report(execution=execution, version=version, **extra)
+        self.stdout.write(json.dumps(report.to_json(), indent=2, default=str))
 
     def _print(self, execution: Execution, state, events) -> None:
         write = self.stdout.write

@@ -1,0 +1,65 @@
+"""What-if replay: a recorded execution against another version of its workflow (and
+optionally another input). Reads only; executions/services/control.py starts the new
+execution a report describes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from executions import store
+from executions.definitions import definition_for
+from executions.engine.counterfactual import Report, counterfactual
+from executions.engine.events import Decision, EventType
+from executions.models import Execution
+from workflows.models import WorkflowVersion
+
+#: `input` not given: the recorded one.
+RECORDED = object()
+
+
+def version_of(execution: Execution, number: int) -> WorkflowVersion:
+    """The execution's workflow's version `number`, or a 400 naming the versions there are."""
+    found = WorkflowVersion.objects.filter(
+        workflow_id=execution.workflow_id, version=number
+    ).first()
+    if found is None:
+        latest = (
+            WorkflowVersion.objects.filter(workflow_id=execution.workflow_id)
+            .order_by("-version")
+            .values_list("version", flat=True)
+            .first()
+        )
+        raise ValidationError(
+            {"version": [f"this workflow has no version {number}; its versions are 1 to {latest}"]}
+        )
+    return found
+
+
+def replay_report(
+    *, execution: Execution, version: WorkflowVersion, input: Any = RECORDED
+) -> Report:
+    """What `execution`'s recorded history would have done under `version`."""
+    extra = {} if input is RECORDED else {"input": input}
+    return counterfactual(
+        definition_for(execution.version_id),
+        definition_for(version.pk),
+        store.engine_events(execution.pk),
+        execution_id=str(execution.pk),
+        **extra,
+    )
+
+
+def reused_results(outputs: Mapping[str, Any], source: Execution) -> list[Decision]:
+    """The facts a replay records first: each reused node's recorded output."""
+    return [
+        Decision(
+            EventType.TASK_COMPLETED,
+            node_id,
+            None,
+            {"output": output, "reused_from": str(source.pk)},
+        )
+        for node_id, output in outputs.items()
+    ]
