@@ -59,7 +59,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 #: Routes anyone may call, authenticated or not.
-PUBLIC = frozenset({"healthz", "schema", "docs"})
+PUBLIC = frozenset({"healthz", "schema", "docs", "redoc"})
 
 
 def required(route: str | None, method: str) -> tuple[str, ...] | None:

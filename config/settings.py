@@ -35,10 +35,14 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: `runserver` leaves static files to WhiteNoise, as gunicorn does.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI and Redoc served from the package (/docs, /redoc): no CDN.
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "workflows",
     "executions",
@@ -49,6 +53,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files in every mode, DEBUG or not (config/staticfiles.py).
+    "config.staticfiles.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -63,7 +69,8 @@ WSGI_APPLICATION = "config.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # config/ is no app: its templates (the Redoc page) are found here.
+        "DIRS": [BASE_DIR / "config" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -100,7 +107,15 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 USE_I18N = True
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# Where collectstatic writes (the Docker image collects at build, outside var/). Files
+# not collected there are served straight from the apps (config/staticfiles.py).
+STATIC_ROOT = Path(os.environ.get("WORKFLOW_STATIC_ROOT", VAR_DIR / "static"))
+WHITENOISE_USE_FINDERS = True
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # collectstatic also writes a .gz of each file, which WhiteNoise serves when accepted.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("WORKFLOW_MAX_BODY_BYTES", 1024 * 1024))
 
 REST_FRAMEWORK = {
@@ -138,6 +153,9 @@ SPECTACULAR_SETTINGS = {
         "TaskStatusEnum": "config.openapi.task_statuses",
         "AttemptStatusEnum": "executions.models.AttemptStatus",
     },
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------

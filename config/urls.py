@@ -1,10 +1,17 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
 
 # Unmatched paths and crashes answer in JSON like the rest of the API.
 handler404 = "config.errors.not_found"
 handler500 = "config.errors.server_error"
+
+# Redoc with nothing loaded from another host (config/templates/config/redoc.html).
+redoc = SpectacularRedocView.as_view(url_name="schema", template_name="config/redoc.html")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -12,6 +19,8 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("redoc", redoc, name="redoc"),
+    path("redoc/", redoc, name="redoc"),
     path("", include("workflows.urls")),
     path("", include("executions.urls")),
     path("", include("schedules.urls")),

@@ -60,9 +60,9 @@ def beat_argv(*, schedule: Path | None = None, loglevel: str = "info") -> list[s
 
 
 def web_argv(host: str, port: int) -> list[str]:
-    """Django's server (the demo): --insecure serves the admin's static files with DEBUG off."""
+    """Django's server (the demo); WhiteNoise serves the static files (config/staticfiles.py)."""
     manage = str(ROOT / "manage.py")
-    return [sys.executable, manage, "runserver", f"{host}:{port}", "--noreload", "--insecure"]
+    return [sys.executable, manage, "runserver", f"{host}:{port}", "--noreload"]
 
 
 def gunicorn_argv(port: int, *, workers: int = 2) -> list[str]:

@@ -51,6 +51,8 @@ def chrome() -> Iterator[object]:
         "--window-size=1400,900",
     ):
         options.add_argument(flag)
+    # The console and security messages (driver.get_log("browser")): what a page refused.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
     try:
