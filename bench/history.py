@@ -53,13 +53,26 @@ def synth_history(definition, execution_id: str, size: int) -> list:
     return events
 
 
+def chained(events: list) -> list[str]:
+    """Each event's hash, chained as store.UnitOfWork would (executions/engine/chain.py)."""
+    from executions.engine.chain import GENESIS, event_hash
+
+    hashes, previous = [], GENESIS
+    for e in events:
+        previous = event_hash(
+            previous, seq=e.seq, type=e.type, node_id=e.node_id, attempt=e.attempt,
+            data=e.data, timestamp=e.timestamp,
+        )  # fmt: skip
+        hashes.append(previous)
+    return hashes
+
+
 def insert_history(version, size: int):
     """An execution whose log is synth_history(size), stored as the store would have it."""
     from django.db import connection, transaction
     from psycopg.types.json import Jsonb
 
     from executions.definitions import definition_for
-    from executions.engine.chain import GENESIS, event_hash
     from executions.engine.fold import apply_event, fold
     from executions.engine.state import ExecutionState
     from executions.models import Event, Execution
@@ -71,14 +84,7 @@ def insert_history(version, size: int):
     state = ExecutionState(str(execution_id))
     for event in events:  # fold in place (fold() would copy)
         apply_event(state, event)
-    # Chained as store.UnitOfWork would (executions/engine/chain.py): --verify checks it.
-    hashes, previous = [], GENESIS
-    for e in events:
-        previous = event_hash(
-            previous, seq=e.seq, type=e.type, node_id=e.node_id, attempt=e.attempt,
-            data=e.data, timestamp=e.timestamp,
-        )  # fmt: skip
-        hashes.append(previous)
+    hashes = chained(events)
     snapshot_seq = size - size % 50
     snapshot = fold(events[:snapshot_seq], execution_id=str(execution_id)) if snapshot_seq else None
     with transaction.atomic():
