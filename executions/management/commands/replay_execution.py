@@ -12,27 +12,32 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
 
-from executions import store
+from executions import history_file, store
 from executions.definitions import definition_for
-from executions.engine.chain import first_break
+from executions.engine.chain import Linked, first_break
+from executions.engine.events import Event
 from executions.engine.fold import fold
+from executions.engine.state import ExecutionState
 from executions.engine.verify import verify_log
 from executions.models import Execution
 from executions.projections import differences, rebuild
 from executions.services import whatif
+from workflows.dsl import Definition, DefinitionError
+from workflows.dsl.parser import parse_definition
 
 
 class Command(BaseCommand):
     help = "Fold an execution's event log; print, verify or rebuild from it."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("execution_id")
+        parser.add_argument("execution_id", nargs="?", help="(not with --from-file)")
         parser.add_argument("--at-seq", type=int, default=None, help="fold only the first N events")
         parser.add_argument("--verify", action="store_true", help="re-derive every decision")
         parser.add_argument("--rebuild", action="store_true", help="rewrite the projections")
@@ -46,8 +51,27 @@ class Command(BaseCommand):
         parser.add_argument(
             "--input", default=None, help="with --against-version: another input (JSON)"
         )
+        parser.add_argument(
+            "--export", type=Path, default=None, help="write the history to this JSON file"
+        )
+        parser.add_argument(
+            "--from-file",
+            type=Path,
+            default=None,
+            help="replay a history written by --export instead (no database rows needed)",
+        )
 
     def handle(self, *args, **options) -> None:
+        if options["from_file"] is not None:
+            if options["execution_id"] or options["rebuild"] or options["against_version"]:
+                raise CommandError(
+                    "--from-file replays the file alone: no execution id, --rebuild or "
+                    "--against-version with it"
+                )
+            self._from_file(options["from_file"], options)
+            return
+        if not options["execution_id"]:
+            raise CommandError("give an execution id (or --from-file FILE)")
         try:
             execution_id = uuid.UUID(options["execution_id"])
         except ValueError:
@@ -60,6 +84,9 @@ class Command(BaseCommand):
         if options["against_version"] is not None:
             self._against(execution, options["against_version"], options["input"])
             return
+        if options["export"] is not None:
+            self._export(execution, options["export"])
+            return
         at_seq = options["at_seq"]
         if at_seq is not None and not 0 <= at_seq <= execution.last_seq:
             raise CommandError(f"--at-seq must be between 0 and {execution.last_seq}")
@@ -70,27 +97,12 @@ class Command(BaseCommand):
             file=self.stderr,
         )
         if options["verify"]:
-            # The whole chain, whatever --at-seq says: a later edit is an edit all the same.
             events, links = store.verifiable_log(execution.pk)
-            events = events if at_seq is None else events[:at_seq]
-            broken = first_break(links, last_hash=execution.last_hash)
-            if broken is not None:
-                bar.close()
-                raise CommandError(str(broken))
             definition = definition_for(execution.version_id)
-
-            def advanced(n: int) -> None:
-                bar.update(n)
-
-            found, state = verify_log(
-                definition, events, execution_id=str(execution.pk), progress=advanced
+            state = self._verified(
+                definition, events, links, execution.last_hash, str(execution.pk), at_seq, bar
             )
-            bar.close()
-            if found is not None:
-                raise CommandError(str(found))
-            self.stdout.write(
-                f"verified: {len(events)} events, hash chain intact, every decision re-derived"
-            )
+            events = events if at_seq is None else events[:at_seq]
         else:
             events = store.engine_events(execution.pk, upto_seq=at_seq)
             state = fold(events, execution_id=str(execution.pk))
@@ -102,7 +114,11 @@ class Command(BaseCommand):
                 rebuild(locked, full, definition_for(locked.version_id))
             self.stdout.write("rebuilt: projections rewritten from the log")
         if not options["quiet"]:
-            self._print(execution, state, events)
+            header = (
+                f"execution {execution.pk}  workflow {execution.workflow.name} "
+                f"v{execution.version.version}"
+            )
+            self._print(header, definition_for(execution.version_id), state, events)
         if at_seq is None and not options["rebuild"]:
             drift = differences(execution, state)
             if drift:
@@ -124,14 +140,83 @@ class Command(BaseCommand):
         report = whatif.replay_report(execution=execution, version=version, **extra)
         self.stdout.write(json.dumps(report.to_json(), indent=2, default=str))
 
-    def _print(self, execution: Execution, state, events) -> None:
-        write = self.stdout.write
-        write(
-            f"execution {execution.pk}  workflow {execution.workflow.name} "
-            f"v{execution.version.version}  status {state.status}  events {state.last_seq}"
+    def _verified(
+        self,
+        definition: Definition,
+        events: list[Event],
+        links: list[Linked],
+        last_hash: str | None,
+        execution_id: str,
+        at_seq: int | None,
+        bar: tqdm,
+    ) -> ExecutionState:
+        """The chain checked whole (whatever --at-seq says: a later edit is an edit all the
+        same), then every decision of the first at_seq events re-derived; CommandError at
+        the first break or divergence. The folded state."""
+        broken = first_break(links, last_hash=last_hash)
+        if broken is not None:
+            bar.close()
+            raise CommandError(str(broken))
+        events = events if at_seq is None else events[:at_seq]
+
+        def advanced(n: int) -> None:
+            bar.update(n)
+
+        found, state = verify_log(definition, events, execution_id=execution_id, progress=advanced)
+        bar.close()
+        if found is not None:
+            raise CommandError(str(found))
+        self.stdout.write(
+            f"verified: {len(events)} events, hash chain intact, every decision re-derived"
         )
+        return state
+
+    def _from_file(self, path: Path, options) -> None:
+        """A history exported by --export (or a golden history), replayed with no rows."""
+        try:
+            history = history_file.read(json.loads(path.read_text()))
+        except OSError as exc:
+            raise CommandError(f"--from-file: {exc}") from None
+        except ValueError as exc:  # not JSON, or not a history (HistoryFileError)
+            raise CommandError(f"--from-file {path}: {exc}") from None
+        try:
+            definition = parse_definition(history.definition, stored=True)
+        except DefinitionError as exc:
+            raise CommandError(
+                f"--from-file {path}: the definition does not parse: {exc}"
+            ) from None
+        at_seq = options["at_seq"]
+        if at_seq is not None and not 0 <= at_seq <= len(history.events):
+            raise CommandError(f"--at-seq must be between 0 and {len(history.events)}")
+        bar = tqdm(total=at_seq or len(history.events), unit="ev", disable=True, file=self.stderr)
+        if options["verify"]:
+            state = self._verified(
+                definition,
+                history.events,
+                history.links,
+                history.last_hash,
+                history.execution_id,
+                at_seq,
+                bar,
+            )
+        else:
+            state = fold(history.events[:at_seq], execution_id=history.execution_id)
+        if not options["quiet"]:
+            header = (
+                f"execution {history.execution_id}  workflow {history.workflow} v{history.version}"
+            )
+            self._print(header, definition, state, history.events[:at_seq])
+
+    def _export(self, execution: Execution, path: Path) -> None:
+        rows = list(store.events_of(execution.pk).values_list(*history_file.EVENT_KEYS))
+        path.write_text(json.dumps(history_file.exported(execution, rows), indent=1) + "\n")
+        self.stdout.write(f"exported {len(rows)} events of execution {execution.pk} to {path}")
+
+    def _print(self, header: str, definition: Definition, state, events) -> None:
+        write = self.stdout.write
+        write(f"{header}  status {state.status}  events {state.last_seq}")
         write(f"{'node':<24} {'status':<10} {'att':>3} {'retries':>7}  started → ended")
-        for node in definition_for(execution.version_id).nodes:
+        for node in definition.nodes:
             item = state.node(node.id)
             span = f"{_t(item.started_at)} → {_t(item.ended_at)}"
             write(
