@@ -4,7 +4,19 @@ deleted here: the log is append-only, and the admin is a window onto it."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import F
+from django.urls import path
+from django.utils.html import format_html
 
+from config.permissions import OPERATE
+from executions.console.actions import action_view
+from executions.console.changelist import (
+    EstimatedCountPaginator,
+    HasFailedNodes,
+    bulk,
+    search_exact,
+)
+from executions.console.views import console_view
 from executions.models import Attempt, Event, Execution, Task, Timer
 
 
@@ -19,52 +31,79 @@ class ReadOnlyAdminMixin:
         return False
 
 
-# One tuple for fields and readonly_fields both (the stubs type `fields` as field groups,
-# which readonly_fields may not hold).
-_TASK_FIELDS = ("node_id", "type", "status", "attempts", "retry_count", "started_at", "ended_at")
-_EVENT_FIELDS = ("seq", "type", "node_id", "attempt", "source", "timestamp", "data")
-
-
-class TaskInline(ReadOnlyAdminMixin, admin.TabularInline):
-    model = Task
-    extra = 0
-    fields = _TASK_FIELDS
-    readonly_fields = _TASK_FIELDS
-
-
-class EventInline(ReadOnlyAdminMixin, admin.TabularInline):
-    model = Event
-    extra = 0
-    fields = _EVENT_FIELDS
-    readonly_fields = _EVENT_FIELDS
-    ordering = ["seq"]
+_HEAVY = ("input", "output", "error", "snapshot", "request_fingerprint", "last_hash")
 
 
 @admin.register(Execution)
 class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "workflow", "version", "status", "created_by", "created_at", "ended_at"]
-    list_filter = ["status", "workflow"]
-    search_fields = ["id", "workflow__name", "idempotency_key", "created_by"]
-    readonly_fields = [
+    """The list scales to large tables (changelist.py); the page of one execution is the
+    console (executions/console/): picture, timeline, nodes, log and actions."""
+
+    list_display = [
         "id",
         "workflow",
-        "version",
-        "status",
-        "input",
-        "output",
-        "error",
-        "created_at",
-        "started_at",
-        "ended_at",
-        "replay_of",
-        "parent_execution",
+        "version_number",
+        "status_badge",
         "created_by",
-        "idempotency_key",
-        "last_seq",
-        "decided_seq",
+        "created_at",
+        "ended_at",
     ]
-    exclude = ["snapshot", "request_fingerprint", "snapshot_seq"]
-    inlines = [TaskInline, EventInline]
+    list_select_related = ["workflow"]
+    list_filter = ["status", "workflow", HasFailedNodes, "created_at"]
+    date_hierarchy = "created_at"
+    search_fields = ["id"]  # the search itself is search_exact: never icontains on a UUID
+    search_help_text = "An execution id, a workflow name, or who started it (exact)."
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    actions = ["cancel_selected", "retry_selected"]
+
+    def get_queryset(self, request):
+        # The list shows none of the JSON columns; the snapshot alone is O(nodes) per row.
+        queryset = super().get_queryset(request).defer(*_HEAVY)
+        return queryset.annotate(version_number=F("version__version"))
+
+    @admin.display(description="version", ordering="version_number")
+    def version_number(self, obj: Execution) -> int:
+        return obj.version_number  # type: ignore[attr-defined]
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: Execution) -> str:
+        return format_html('<span class="wf-badge wf-{}">{}</span>', obj.status, obj.status)
+
+    def get_search_results(self, request, queryset, search_term):
+        return search_exact(queryset, search_term)
+
+    def has_operate_permission(self, request) -> bool:
+        return request.user.has_perm(OPERATE)
+
+    @admin.action(description="Cancel selected executions", permissions=["operate"])
+    def cancel_selected(self, request, queryset):
+        return bulk(self, request, queryset, action="cancel")
+
+    @admin.action(description="Retry selected executions", permissions=["operate"])
+    def retry_selected(self, request, queryset):
+        return bulk(self, request, queryset, action="retry")
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/do/<str:action>/",
+                view(
+                    lambda request, object_id, action: action_view(self, request, object_id, action)
+                ),
+                name="executions_execution_action",
+            ),
+            path(
+                "<path:object_id>/live/",
+                view(lambda request, object_id: console_view(self, request, object_id, live=True)),
+                name="executions_execution_live",
+            ),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        return console_view(self, request, object_id)
 
 
 @admin.register(Event)

@@ -1,0 +1,266 @@
+"""The operator's actions in the admin: a confirmation page (GET), then one call into the
+same service the API calls (POST), with the same permissions, a message, and the acting
+user recorded as `by`.
+
+A user without the action's permission gets 403 on both the page and the POST; a refusal
+by the service (not allowed in this status, no such node) comes back as an error message
+on the execution's page. An approval node's approvers are checked by the service itself
+(NotAnApprover is a PermissionDenied: 403), as for the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from config.permissions import APPROVE, OPERATE
+from executions.definitions import definition_for
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
+from executions.models import Execution, Task
+from executions.services import control
+
+
+class NodeChoice(forms.Form):
+    """An optional node of the execution (retry one node, replay from one node)."""
+
+    node = forms.ChoiceField(required=False)
+
+    def __init__(self, *args: Any, nodes: list[str], blank: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["node"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", blank), *((n, n) for n in nodes)]
+
+
+class SignalForm(forms.Form):
+    node = forms.ChoiceField()
+    comment = forms.CharField(
+        required=False, max_length=10_000, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    payload = forms.JSONField(
+        label="Data",
+        required=False,
+        help_text="Optional JSON: the approval node's output.",
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+    def __init__(self, *args: Any, nodes: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["node"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(n, n) for n in nodes]
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    label: str
+    #: What the confirmation page says pressing it does.
+    explains: str
+    permission: str
+    #: Whether it applies to an execution in this status.
+    applies: Callable[[Execution], bool]
+    #: Builds the form (None: a bare confirmation) from the execution.
+    form: Callable[[Execution, Any, str], forms.Form] | None
+    #: Calls the service; returns the message and the execution to show afterwards.
+    run: Callable[[Execution, dict[str, Any], str], tuple[str, Execution]]
+    danger: bool = False
+
+
+def _active(execution: Execution) -> bool:
+    return (
+        execution.status not in EXECUTION_TERMINAL
+        and execution.status != ExecutionStatus.CANCELLING
+    )
+
+
+def _retryable(execution: Execution) -> bool:
+    return execution.status in (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED)
+
+
+def node_ids(
+    execution: Execution, *, statuses: tuple[str, ...] | None = None, type: str | None = None
+) -> list[str]:
+    """Nodes of the definition (optionally only those in these statuses or of this type)."""
+    definition = definition_for(execution.version_id)
+    wanted = [n.id for n in definition.nodes if type is None or n.type == type]
+    if statuses is None:
+        return wanted
+    found = set(
+        Task.objects.filter(
+            execution=execution, node_id__in=wanted, status__in=statuses
+        ).values_list("node_id", flat=True)
+    )
+    return [n for n in wanted if n in found]
+
+
+def waiting_approvals(execution: Execution) -> list[str]:
+    return node_ids(execution, statuses=(TaskStatus.WAITING,), type="approval")
+
+
+def _cancel(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+    control.execution_cancel(execution_id=execution.pk, by=by)
+    return (
+        "Cancel requested: running attempts are told to stop, pending ones never start.",
+        execution,
+    )
+
+
+def _retry(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+    node = data.get("node") or None
+    control.execution_retry(execution_id=execution.pk, node_id=node, by=by)
+    what = f"node {node} and its downstream" if node else "its failed and cancelled nodes"
+    return f"Retry requested: {what} run again, in the same history.", execution
+
+
+def _replay(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+    node = data.get("node") or None
+    replay = control.execution_replay(execution_id=execution.pk, from_node=node, by=by)
+    origin = f" from node {node}" if node else ""
+    return f"Replay{origin} started as execution {replay.pk}.", replay
+
+
+def _signal(decision: str) -> Callable[[Execution, dict[str, Any], str], tuple[str, Execution]]:
+    def run(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+        control.signal_send(
+            execution_id=execution.pk,
+            node_id=data["node"],
+            decision=decision,
+            data=data.get("payload"),
+            comment=data.get("comment") or "",
+            by=by,
+        )
+        return f"Node {data['node']}: {decision} recorded.", execution
+
+    return run
+
+
+def _retry_form(execution: Execution, data: Any, node: str) -> forms.Form:
+    nodes = node_ids(execution, statuses=control.RETRYABLE_NODE)
+    return NodeChoice(
+        data, nodes=nodes, blank="every failed or cancelled node", initial={"node": node}
+    )
+
+
+def _replay_form(execution: Execution, data: Any, node: str) -> forms.Form:
+    return NodeChoice(
+        data, nodes=node_ids(execution), blank="the start (run every node)", initial={"node": node}
+    )
+
+
+def _signal_form(execution: Execution, data: Any, node: str) -> forms.Form:
+    return SignalForm(data, nodes=waiting_approvals(execution), initial={"node": node})
+
+
+ACTIONS: dict[str, Action] = {
+    a.name: a
+    for a in (
+        Action(
+            "cancel",
+            "Cancel",
+            "Running attempts are told to stop, pending nodes never start, and the execution "
+            "ends cancelled.",
+            OPERATE,
+            _active,
+            None,
+            _cancel,
+            danger=True,
+        ),
+        Action(
+            "retry",
+            "Retry",
+            "Failed and cancelled nodes (or the one you choose) run again with their "
+            "downstream, in the same history.",
+            OPERATE,
+            _retryable,
+            _retry_form,
+            _retry,
+        ),
+        Action(
+            "replay",
+            "Replay",
+            "A new execution of the same version and input. From a node: nodes not "
+            "downstream of it keep their recorded outputs.",
+            OPERATE,
+            lambda e: True,
+            _replay_form,
+            _replay,
+        ),
+        Action(
+            "approve",
+            "Approve",
+            "Answer a waiting approval node: it succeeds, with the data you give as its output.",
+            APPROVE,
+            lambda e: bool(waiting_approvals(e)),
+            _signal_form,
+            _signal("approve"),
+        ),
+        Action(
+            "reject",
+            "Reject",
+            "Answer a waiting approval node: it fails, and the execution with it.",
+            APPROVE,
+            lambda e: bool(waiting_approvals(e)),
+            _signal_form,
+            _signal("reject"),
+            danger=True,
+        ),
+    )
+}
+
+
+def change_url(execution: Execution) -> str:
+    return reverse("admin:executions_execution_change", args=[execution.pk])
+
+
+def available(execution: Execution, user: Any) -> list[Action]:
+    """The actions this user may take on this execution now (the page's buttons)."""
+    return [a for a in ACTIONS.values() if user.has_perm(a.permission) and a.applies(execution)]
+
+
+def action_view(
+    model_admin: Any, request: HttpRequest, object_id: str, action: str
+) -> HttpResponse:
+    spec = ACTIONS.get(action)
+    if spec is None:
+        raise Http404(f"no action {action!r}")
+    execution = get_object_or_404(Execution, pk=object_id)
+    if not model_admin.has_view_permission(request, execution) or not request.user.has_perm(
+        spec.permission
+    ):
+        raise PermissionDenied(f"{spec.label} needs the permission {spec.permission!r}")
+    node = request.GET.get("node", "")
+    form = (
+        spec.form(execution, request.POST if request.method == "POST" else None, node)
+        if spec.form
+        else None
+    )
+    if request.method == "POST" and (form is None or form.is_valid()):
+        data = form.cleaned_data if form is not None else {}
+        try:
+            message, shown = spec.run(execution, data, request.user.get_username())
+        except (control.NotAllowed, control.UnknownNode) as refused:
+            messages.error(request, f"{spec.label} refused: {refused}")
+            return HttpResponseRedirect(change_url(execution))
+        messages.success(request, message)
+        return HttpResponseRedirect(change_url(shown))
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "title": f"{spec.label} execution {execution.pk}?",
+        "execution": execution,
+        "action": spec,
+        "form": form,
+        "applies": spec.applies(execution),
+        "back": change_url(execution),
+    }
+    return TemplateResponse(request, "admin/executions/execution/confirm_action.html", context)

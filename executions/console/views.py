@@ -1,0 +1,70 @@
+"""The execution page (the admin's change view of an execution) and its live fragment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from config.permissions import APPROVE, OPERATE
+from executions.console.actions import available, waiting_approvals
+from executions.console.page import ATTEMPTS_SHOWN, execution_page, shown
+from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
+from executions.models import Execution
+from executions.services import control
+
+
+def console_view(
+    model_admin: Any, request: HttpRequest, object_id: str, *, live: bool = False
+) -> HttpResponse:
+    execution = get_object_or_404(
+        Execution.objects.select_related(
+            "workflow", "version", "parent_execution", "replay_of"
+        ).defer("snapshot"),
+        pk=object_id,
+    )
+    if not model_admin.has_view_permission(request, execution):
+        raise PermissionDenied
+    before = request.GET.get("before", "")
+    page = execution_page(
+        execution,
+        # A malformed ?before= shows the newest page (it is a link, not an API).
+        before=int(before) if before.isascii() and before.isdigit() else None,
+        log=not live,
+    )
+    user = request.user
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "title": f"Execution {execution.pk}",
+        "subtitle": None,
+        "execution": execution,
+        "page": page,
+        "actions": available(execution, user),
+        "may_operate": user.has_perm(OPERATE),
+        "may_approve": user.has_perm(APPROVE),
+        "waiting_approvals": set(waiting_approvals(execution)),
+        "retryable": set(control.RETRYABLE_NODE),
+        "terminal": execution.status in EXECUTION_TERMINAL,
+        "events_url": reverse("event-list", args=[execution.pk]),
+        "live_url": reverse("admin:executions_execution_live", args=[execution.pk]),
+        "action_url": reverse("admin:executions_execution_action", args=[execution.pk, "ACTION"]),
+        "page_io": {
+            "input": shown(execution.input),
+            "output": shown(execution.output),
+            "error": shown(execution.error) if execution.error else "",
+        },
+        "legend": [s.value for s in TaskStatus],
+        "attempts_shown": ATTEMPTS_SHOWN,
+        "replays": execution.replays.order_by("-created_at").values_list("id", flat=True)[:5],
+    }
+    template = (
+        "admin/executions/execution/_live.html"
+        if live
+        else "admin/executions/execution/console.html"
+    )
+    return TemplateResponse(request, template, context)

@@ -1,0 +1,166 @@
+"""The execution console in the admin, without workers (approval and delay nodes run in
+the orchestrator alone): what the page shows, and who may press what."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from executions.console.page import EVENTS_PER_PAGE
+from executions.models import Event, Execution, Task
+from tests.factories import start
+
+pytestmark = pytest.mark.django_db
+
+APPROVAL = {
+    "nodes": [
+        {"id": "review", "type": "approval"},
+        {"id": "hold", "type": "delay", "seconds": 3600, "depends_on": ["review"]},
+        {"id": "after", "type": "delay", "seconds": 1, "depends_on": ["hold"]},
+        {"id": "side", "type": "delay", "seconds": 1, "depends_on": ["review"]},
+    ]
+}
+
+
+def client_for(username: str, *groups: str, superuser: bool = False) -> Client:
+    if superuser:
+        user = User.objects.create_superuser(username, password="pw")
+    else:
+        user = User.objects.create_user(username, password="pw", is_staff=True)
+        user.groups.set(Group.objects.filter(name__in=groups))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def page_of(execution: Execution) -> str:
+    return f"/admin/executions/execution/{execution.pk}/change/"
+
+
+def act(execution: Execution, action: str) -> str:
+    return f"/admin/executions/execution/{execution.pk}/do/{action}/"
+
+
+def nodes_in_svg(html: str) -> dict[str, str]:
+    svg = html[html.index('<svg class="wf-dag"') : html.index("</svg>", html.index("wf-dag"))]
+    return dict(re.findall(r'data-node-id="([^"]+)" data-status="([^"]+)"', svg))
+
+
+def test_the_page_draws_one_element_per_node_with_its_status() -> None:
+    execution = start(APPROVAL)
+    response = client_for("viewer", "viewer").get(page_of(execution))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert nodes_in_svg(html) == {
+        "review": "waiting",
+        "hold": "pending",
+        "after": "pending",
+        "side": "pending",
+    }
+    assert html.count('class="wf-edge"') == 3
+    assert 'id="wf-timeline"' in html
+    assert "workflow_started" in html
+    # A viewer sees no buttons (nor the live fragment's).
+    assert 'data-action="' not in html
+
+
+def test_actions_need_their_permission_page_and_post_alike() -> None:
+    execution = start(APPROVAL)
+    viewer = client_for("viewer", "viewer")
+    for action in ("cancel", "retry", "replay", "approve", "reject"):
+        assert viewer.get(act(execution, action)).status_code == 403, action
+        assert viewer.post(act(execution, action), {"node": "review"}).status_code == 403, action
+    # approve_task is not operate_execution, nor the other way round.
+    approver = client_for("ann", "viewer", "approver")
+    assert approver.post(act(execution, "cancel")).status_code == 403
+    operator = client_for("otto", "viewer", "operator")
+    assert operator.post(act(execution, "approve"), {"node": "review"}).status_code == 403
+    execution.refresh_from_db()
+    assert execution.status == "running"
+    assert not Event.objects.filter(execution=execution, type="signal_received").exists()
+    # Without the view permission nothing of the execution shows.
+    assert client_for("nobody").get(page_of(execution)).status_code == 403
+
+
+def test_approve_with_a_comment_records_who_did_it() -> None:
+    execution = start(APPROVAL)
+    approver = client_for("ann", "viewer", "approver")
+    page = approver.get(page_of(execution)).content.decode()
+    assert 'data-action="approve"' in page
+    confirm = approver.get(act(execution, "approve") + "?node=review")
+    assert confirm.status_code == 200
+    assert "Yes, approve" in confirm.content.decode()
+    done = approver.post(
+        act(execution, "approve"), {"node": "review", "comment": "looks good"}, follow=True
+    )
+    assert "review: approve recorded" in done.content.decode()
+    signal = Event.objects.get(execution=execution, type="signal_received")
+    assert signal.data["by"] == "ann"
+    assert signal.data["comment"] == "looks good"
+    assert Task.objects.get(execution=execution, node_id="review").status == "succeeded"
+
+
+def test_cancel_then_retry_one_node_then_replay_from_a_node() -> None:
+    execution = start(APPROVAL)
+    operator = client_for("otto", "viewer", "operator")
+    assert "Yes, cancel" in operator.get(act(execution, "cancel")).content.decode()
+    done = operator.post(act(execution, "cancel"), follow=True)
+    assert "Cancel requested" in done.content.decode()
+    execution.refresh_from_db()
+    assert execution.status == "cancelled"
+    cancel = Event.objects.get(execution=execution, type="workflow_cancel_requested")
+    assert cancel.data["by"] == "otto"
+    # Pressed again: the service refuses, and the page says why (no 500, no 409 page).
+    again = operator.post(act(execution, "cancel"), follow=True)
+    assert "Cancel refused: execution is already cancelled" in again.content.decode()
+
+    retried = operator.post(act(execution, "retry"), {"node": "review"}, follow=True)
+    assert "Retry requested: node review" in retried.content.decode()
+    retry = Event.objects.get(execution=execution, type="retry_requested")
+    assert retry.data["by"] == "otto"
+    assert retry.data["node_id"] == "review"
+
+    response = operator.post(act(execution, "replay"), {"node": "side"})
+    replay = Execution.objects.get(replay_of=execution)
+    assert response.status_code == 302
+    assert response["Location"] == page_of(replay)
+    assert replay.created_by == "otto"
+
+
+def test_a_bad_node_is_a_form_error_not_a_500() -> None:
+    execution = start(APPROVAL)
+    operator = client_for("root", superuser=True)
+    response = operator.post(act(execution, "replay"), {"node": "nope"})
+    assert response.status_code == 200
+    assert "Select a valid choice" in response.content.decode()
+    assert operator.get(act(execution, "explode")).status_code == 404
+
+
+def test_the_log_is_paged_newest_first_by_seq() -> None:
+    execution = start(APPROVAL)
+    # Rejected, retried, rejected...: a log longer than a page.
+    operator = client_for("root", superuser=True)
+    while Execution.objects.get(pk=execution.pk).last_seq <= EVENTS_PER_PAGE + 5:
+        operator.post(act(execution, "reject"), {"node": "review"})
+        operator.post(act(execution, "retry"), {})
+    execution.refresh_from_db()
+    html = operator.get(page_of(execution)).content.decode()
+    seqs = [int(s) for s in re.findall(r'<tr class="wf-ev-[a-z_]+" data-seq="(\d+)"', html)]
+    assert seqs == list(range(execution.last_seq, execution.last_seq - EVENTS_PER_PAGE, -1))
+    older = re.search(r'href="\?before=(\d+)#wf-log" id="wf-older"', html)
+    assert older is not None
+    html = operator.get(page_of(execution) + f"?before={older.group(1)}").content.decode()
+    seqs = [int(s) for s in re.findall(r'<tr class="wf-ev-[a-z_]+" data-seq="(\d+)"', html)]
+    assert seqs == list(range(int(older.group(1)) - 1, 0, -1))[:EVENTS_PER_PAGE]
+
+
+def test_the_live_fragment_has_the_picture_and_the_timeline() -> None:
+    execution = start(APPROVAL)
+    html = client_for("viewer", "viewer").get(page_of(execution).replace("change", "live"))
+    body = html.content.decode()
+    assert body.lstrip().startswith('<div id="wf-live"')
+    assert 'data-terminal="false"' in body
+    assert nodes_in_svg(body)["review"] == "waiting"
