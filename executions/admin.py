@@ -4,7 +4,6 @@ deleted here: the log is append-only, and the admin is a window onto it."""
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import F
 from django.urls import path
 from django.utils.html import format_html
 
@@ -16,6 +15,7 @@ from executions.console.changelist import (
     bulk,
     search_exact,
 )
+from executions.console.timeline import seconds_text
 from executions.console.views import console_view
 from executions.models import Attempt, Event, Execution, Task, Timer
 
@@ -48,7 +48,7 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "created_at",
         "ended_at",
     ]
-    list_select_related = ["workflow"]
+    list_select_related = ["workflow", "version"]
     list_filter = ["status", "workflow", HasFailedNodes, "created_at"]
     date_hierarchy = "created_at"
     search_fields = ["id"]  # the search itself is search_exact: never icontains on a UUID
@@ -57,14 +57,26 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     show_full_result_count = False
     actions = ["cancel_selected", "retry_selected"]
 
+    class Media:
+        css = {"all": ["executions/console.css"]}
+
+    @admin.display(description="execution", ordering="id")
+    def short_id(self, obj: Execution) -> str:
+        return format_html('<span class="wf-mono" title="{}">{}…</span>', obj.pk, str(obj.pk)[:8])
+
+    @admin.display(description="took")
+    def took(self, obj: Execution) -> str:
+        if obj.started_at is None or obj.ended_at is None:
+            return "—"
+        return seconds_text((obj.ended_at - obj.started_at).total_seconds())
+
     def get_queryset(self, request):
         # The list shows none of the JSON columns; the snapshot alone is O(nodes) per row.
-        queryset = super().get_queryset(request).defer(*_HEAVY)
-        return queryset.annotate(version_number=F("version__version"))
+        return super().get_queryset(request).defer(*_HEAVY, "version__definition")
 
-    @admin.display(description="version", ordering="version_number")
+    @admin.display(description="version", ordering="version__version")
     def version_number(self, obj: Execution) -> int:
-        return obj.version_number  # type: ignore[attr-defined]
+        return obj.version.version
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Execution) -> str:

@@ -73,6 +73,8 @@ class Execution(models.Model):
         indexes = [
             models.Index(fields=["status", "-created_at"], name="execution_status_idx"),
             models.Index(fields=["workflow", "-created_at"], name="execution_workflow_idx"),
+            # The admin's list: newest first (its -id tiebreak included), a LIMIT away.
+            models.Index(fields=["-created_at", "-id"], name="execution_created_idx"),
         ]
 
     def __str__(self) -> str:
@@ -159,6 +161,12 @@ class Task(models.Model):
         ordering = ["execution_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["execution", "node_id"], name="task_unique_node")
+        ]
+        indexes = [
+            # The admin's "has failed nodes" filter: failed tasks are few, executions many.
+            models.Index(
+                fields=["execution"], condition=Q(status="failed"), name="task_failed_idx"
+            ),
         ]
 
     def __str__(self) -> str:

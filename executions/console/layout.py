@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 BOX_WIDTH = 168
 BOX_HEIGHT = 46
@@ -107,20 +108,33 @@ def ordered(
 
 
 def layout(graph: Sequence[tuple[str, Sequence[str]]]) -> Layout:
-    """Boxes and edges in pixels; each layer is centred vertically on the tallest one."""
-    columns = ordered(graph, layers(graph))
-    tallest = max((len(c) for c in columns), default=0)
-    height = 2 * MARGIN + tallest * BOX_HEIGHT + max(tallest - 1, 0) * GAP_Y
+    """Boxes and edges in pixels; each layer is centred vertically on the tallest one.
+
+    An edge that skips layers runs through a thin placeholder in each layer it crosses
+    (ordered like a node), so it passes between boxes instead of behind them.
+    """
+    layer = layers(graph)
+    extended, routes = _with_placeholders(graph, layer)
+    for (parent, child), hops in routes.items():
+        for hop, where in zip(hops, range(layer[parent] + 1, layer[child]), strict=True):
+            layer[hop] = where
+    columns = ordered(extended, layer)
+    height_of = {node: _height(node) for node, _ in extended}
+    used = [sum(height_of[n] for n in c) + max(len(c) - 1, 0) * GAP_Y for c in columns]
+    height = 2 * MARGIN + max(used, default=0)
     boxes: dict[str, Box] = {}
     for index, column in enumerate(columns):
-        used = len(column) * BOX_HEIGHT + (len(column) - 1) * GAP_Y
-        top = (height - used) // 2
+        y = (height - used[index]) // 2
         for position, node in enumerate(column):
             x = MARGIN + index * (BOX_WIDTH + GAP_X)
-            y = top + position * (BOX_HEIGHT + GAP_Y)
-            boxes[node] = Box(node, index, position, x, y)
+            boxes[node] = Box(node, index, position, x, y, height=height_of[node])
+            y += height_of[node] + GAP_Y
     edges = tuple(
-        _edge(boxes[parent], boxes[node])
+        _edge(
+            parent,
+            node,
+            [boxes[parent], *(boxes[h] for h in routes.get((parent, node), ())), boxes[node]],
+        )
         for node, deps in graph
         for parent in dict.fromkeys(deps)  # a repeated dependency is one edge
     )
@@ -128,9 +142,51 @@ def layout(graph: Sequence[tuple[str, Sequence[str]]]) -> Layout:
     return Layout(tuple(boxes[node] for node, _ in graph), edges, width, height)
 
 
-def _edge(source: Box, target: Box) -> Edge:
-    x1, y1 = source.x + source.width, source.middle_y
-    x2, y2 = target.x, target.middle_y
-    bend = (x2 - x1) / 2
-    path = f"M{x1},{y1} C{x1 + bend:g},{y1} {x2 - bend:g},{y2} {x2},{y2}"
-    return Edge(source.node_id, target.node_id, path)
+#: Placeholders are named with a character no node id has.
+_HOP = "\x00"
+HOP_HEIGHT = 6
+
+
+def _height(node: str) -> int:
+    return HOP_HEIGHT if node.startswith(_HOP) else BOX_HEIGHT
+
+
+def _with_placeholders(
+    graph: Sequence[tuple[str, Sequence[str]]], layer: Mapping[str, int]
+) -> tuple[list[tuple[str, list[str]]], dict[tuple[str, str], list[str]]]:
+    """The graph with a chain of placeholders along each edge longer than one layer, and
+    each such edge's placeholders in order."""
+    extended: list[tuple[str, list[str]]] = []
+    routes: dict[tuple[str, str], list[str]] = {}
+    for node, deps in graph:
+        parents = []
+        for parent in dict.fromkeys(deps):
+            span = layer[node] - layer[parent]
+            if span <= 1:
+                parents.append(parent)
+                continue
+            hops = [f"{_HOP}{parent}>{node}>{i}" for i in range(1, span)]
+            routes[(parent, node)] = hops
+            previous = parent
+            for hop in hops:
+                extended.append((hop, [previous]))
+                previous = hop
+            parents.append(previous)
+        extended.append((node, parents))
+    return extended, routes
+
+
+def _edge(source: str, target: str, through: list[Box]) -> Edge:
+    """A curve from each box's right side to the next one's left; straight across a
+    placeholder."""
+    parts: list[str] = []
+    for here, there in pairwise(through):
+        x1, y1 = here.x + here.width, here.middle_y
+        x2, y2 = there.x, there.middle_y
+        bend = (x2 - x1) / 2
+        if not parts:
+            parts.append(f"M{x1},{y1}")
+        parts.append(f"C{x1 + bend:g},{y1} {x2 - bend:g},{y2} {x2},{y2}")
+        if there is not through[-1]:
+            parts.append(f"H{there.x + there.width}")
+    return Edge(source, target, " ".join(parts))

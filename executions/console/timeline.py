@@ -209,16 +209,17 @@ def ticks(
     found, offset = [], 0.0
     while offset <= total + 1e-9:
         x = left + (offset / total * plot if total else 0.0)
-        found.append(Tick(round(x, 1), "+" + _seconds_value(offset)))
+        found.append(Tick(round(x, 1), "+" + seconds_text(offset)))
         offset += step
     return tuple(found)
 
 
 def _seconds(delta: timedelta) -> str:
-    return _seconds_value(delta.total_seconds())
+    return seconds_text(delta.total_seconds())
 
 
-def _seconds_value(value: float) -> str:
+def seconds_text(value: float) -> str:
+    """A duration in the unit that suits it: 250ms, 1.5s, 2.5m, 3h."""
     if value >= 3600:
         return f"{value / 3600:.3g}h"
     if value >= 60:

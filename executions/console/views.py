@@ -9,10 +9,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import timezone
 
 from config.permissions import APPROVE, OPERATE
 from executions.console.actions import available, waiting_approvals
 from executions.console.page import ATTEMPTS_SHOWN, execution_page, shown
+from executions.console.timeline import seconds_text
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Execution
 from executions.services import control
@@ -59,6 +61,7 @@ def console_view(
             "error": shown(execution.error) if execution.error else "",
         },
         "legend": [s.value for s in TaskStatus],
+        "duration": duration(execution),
         "attempts_shown": ATTEMPTS_SHOWN,
         "replays": execution.replays.order_by("-created_at").values_list("id", flat=True)[:5],
     }
@@ -68,3 +71,11 @@ def console_view(
         else "admin/executions/execution/console.html"
     )
     return TemplateResponse(request, template, context)
+
+
+def duration(execution: Execution) -> str:
+    """How long it ran (so far, while it runs)."""
+    if execution.started_at is None:
+        return ""
+    end = execution.ended_at or timezone.now()
+    return seconds_text(max((end - execution.started_at).total_seconds(), 0.0))

@@ -59,3 +59,7 @@ def chrome() -> Iterator[object]:
         yield driver
     finally:
         driver.quit()
+
+
+# Real Celery workers and beat for the console's tests (tests/integration's session engine).
+from tests.integration.conftest import engine  # noqa: E402, F401

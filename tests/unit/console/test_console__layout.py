@@ -101,3 +101,16 @@ def test_every_edge_points_right_and_boxes_never_overlap(graph) -> None:
         assert all(b.y >= 0 for b in column)
         assert all(b.y + BOX_HEIGHT <= picture.height for b in column)
     assert len(picture.edges) == sum(len(set(deps)) for _, deps in graph)
+
+
+def test_an_edge_that_skips_layers_passes_between_the_boxes_it_crosses() -> None:
+    # work -> report skips the layer of `second`: it runs through a placeholder there.
+    graph = [("sign", []), ("second", ["sign"]), ("work", []), ("report", ["work", "second"])]
+    picture = layout(graph)
+    boxes = {b.node_id: b for b in picture.boxes}
+    long_edge = next(e for e in picture.edges if e.source == "work")
+    assert " H" in long_edge.path  # straight across the middle layer
+    level = int(long_edge.path.split(" H")[0].rsplit(",", 1)[1])
+    second = boxes["second"]
+    assert not second.y <= level <= second.y + BOX_HEIGHT
+    assert [b.node_id for b in picture.boxes] == ["sign", "second", "work", "report"]
