@@ -164,3 +164,45 @@ def test_the_live_fragment_has_the_picture_and_the_timeline() -> None:
     assert body.lstrip().startswith('<div id="wf-live"')
     assert 'data-terminal="false"' in body
     assert nodes_in_svg(body)["review"] == "waiting"
+
+
+LIST = "/admin/executions/execution/"
+FAILING = {"nodes": [{"id": "sign", "type": "approval"}]}
+
+
+def test_the_list_searches_ids_exactly_and_filters_failed_nodes() -> None:
+    rejected, waiting = start(FAILING), start(FAILING)
+    root = client_for("root", superuser=True)
+    root.post(act(rejected, "reject"), {"node": "sign"})
+    html = root.get(LIST, {"q": str(waiting.pk)}).content.decode()
+    assert str(waiting.pk) in html
+    assert str(rejected.pk) not in html
+    # A piece of an id is not an id (no icontains on UUIDs).
+    assert str(waiting.pk) not in root.get(LIST, {"q": str(waiting.pk)[:8]}).content.decode()
+    html = root.get(LIST, {"failed_nodes": "yes"}).content.decode()
+    assert str(rejected.pk) in html
+    assert str(waiting.pk) not in html
+    html = root.get(LIST, {"failed_nodes": "no"}).content.decode()
+    assert str(waiting.pk) in html
+    assert str(rejected.pk) not in html
+
+
+def test_bulk_actions_confirm_then_apply_and_need_operate() -> None:
+    rejected, waiting = start(FAILING), start(FAILING)
+    root = client_for("root", superuser=True)
+    root.post(act(rejected, "reject"), {"node": "sign"})
+    picked = {"action": "retry_selected", "_selected_action": [rejected.pk, waiting.pk]}
+    confirm = root.post(LIST, picked)
+    assert confirm.status_code == 200
+    assert "Retry 2 executions?" in confirm.content.decode()
+    done = root.post(LIST, {**picked, "confirm": "yes"}, follow=True)
+    text = done.content.decode()
+    assert "Retry: 1 accepted, 1 skipped" in text
+    assert "only a failed or cancelled execution can be retried" in text
+    assert Event.objects.get(execution=rejected, type="retry_requested").data["by"] == "root"
+    # A viewer is not offered the actions, and posting one anyway does nothing.
+    viewer = client_for("viewer", "viewer")
+    assert "retry_selected" not in viewer.get(LIST).content.decode()
+    viewer.post(LIST, {**picked, "action": "cancel_selected", "confirm": "yes"})
+    waiting.refresh_from_db()
+    assert waiting.status == "running"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -30,7 +31,7 @@ def log_in(chrome, live_server) -> None:
     chrome.find_element(By.NAME, "username").send_keys("root")
     chrome.find_element(By.NAME, "password").send_keys("pw-root")
     chrome.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    assert "Site administration" in chrome.page_source, chrome.page_source[:500]
+    wait_until(chrome, lambda: "Site administration" in chrome.title, "the login did not land")
 
 
 def open_execution(chrome, live_server, execution: Execution) -> None:
@@ -44,7 +45,17 @@ def pictured(chrome) -> dict[str, str]:
 
 
 def wait_until(chrome, condition, message: str) -> None:
-    WebDriverWait(chrome, PATIENCE, poll_frequency=0.2).until(lambda _: condition(), message)
+    """The live view replaces the picture under the reader: a stale element is retried."""
+    WebDriverWait(
+        chrome, PATIENCE, poll_frequency=0.2, ignored_exceptions=(WebDriverException,)
+    ).until(lambda _: condition(), message)
+
+
+def left(chrome, selector: str) -> None:
+    """Wait until the POST's answer (a redirect) has replaced the confirmation page."""
+    WebDriverWait(
+        chrome, PATIENCE, poll_frequency=0.1, ignored_exceptions=(WebDriverException,)
+    ).until(lambda _: not chrome.find_elements(By.CSS_SELECTOR, selector))
 
 
 def press(chrome, action: str, node: str | None = None) -> None:
@@ -55,6 +66,7 @@ def press(chrome, action: str, node: str | None = None) -> None:
         row = chrome.find_element(By.CSS_SELECTOR, f"#wf-nodes tr[data-node-id={node}]")
         row.find_element(By.CSS_SELECTOR, f"a[data-action={action}]").click()
     chrome.find_element(By.CSS_SELECTOR, "#wf-confirm-form input[type=submit]").click()
+    left(chrome, "#wf-confirm-form")
 
 
 def message(chrome) -> str:
@@ -169,6 +181,7 @@ def test_a_failed_execution_retried_then_replayed_from_a_node(
     )
 
     press(chrome, "replay", node="flaky")
+    assert "Replay from node flaky started" in message(chrome), message(chrome)
     replay = Execution.objects.get(replay_of=failed)
     assert f"started as execution {replay.pk}" in message(chrome)
     assert str(replay.pk) in chrome.current_url
@@ -240,6 +253,7 @@ def test_bulk_cancel_from_the_list(chrome, live_server, engine: Engine, screensh
     chrome.find_element(By.CSS_SELECTOR, "button[name=index]").click()
     chrome.save_screenshot(str(screenshots / "console-bulk-confirm.png"))
     chrome.find_element(By.CSS_SELECTOR, ".wf-confirm input[type=submit]").click()
+    left(chrome, ".wf-confirm")
     assert "Cancel: 2 accepted, 0 skipped" in message(chrome)
     chrome.save_screenshot(str(screenshots / "console-list.png"))
     for execution in (first, second):
