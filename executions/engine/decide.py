@@ -121,6 +121,8 @@ def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
     if state.cancel_requested:
         yield from _cancel(definition, state)
         return
+    if state.paused:
+        return  # facts (results, timers, signals) are folded; acting on them waits for resume
     yield from _attend(definition, state)
     yield from _ready(definition, state)
 
@@ -134,6 +136,9 @@ def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]
                 continue
             cancelled = True
             attempt = current.attempt if current.status in _ACTIVE else None
+            if current.status == TaskStatus.RETRYING:
+                # Its attempt already has its result (the failure): cancel the next one.
+                attempt = current.attempt + 1
             reason = Reason(reason="execution cancelled")
             yield decided(EventType.TASK_CANCELLED, reason, node.id, attempt)
     if not cancelled:

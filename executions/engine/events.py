@@ -23,6 +23,9 @@ class EventType(StrEnum):
     COMPENSATION_SCHEDULED = "compensation_scheduled"
     RETRY_REQUESTED = "retry_requested"
     WORKFLOW_CANCEL_REQUESTED = "workflow_cancel_requested"
+    #: An operator paused / resumed the execution (data: {"by"}).
+    WORKFLOW_PAUSED = "workflow_paused"
+    WORKFLOW_RESUMED = "workflow_resumed"
     WORKFLOW_COMPLETED = "workflow_completed"
     WORKFLOW_FAILED = "workflow_failed"
     WORKFLOW_CANCELLED = "workflow_cancelled"

@@ -168,6 +168,7 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.output = None
     state.error = None
     state.cancel_requested = False
+    state.paused = False
     # An operator's retry after an engine error is a fresh try (the cause may be fixed).
     state.engine_error = None
     for node_id in p.decode(p.RetryRequested, event.data, event.payload).nodes:
@@ -185,7 +186,21 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
 
 def _cancel_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = True
+    state.paused = False  # a cancel goes through a pause: it only stops work
     state.status = ExecutionStatus.CANCELLING
+
+
+def _paused(state: ExecutionState, event: Event) -> None:
+    # The service refuses a pause but of a running execution; a fold stays total anyway.
+    if state.status == ExecutionStatus.RUNNING:
+        state.paused = True
+        state.status = ExecutionStatus.PAUSED
+
+
+def _resumed(state: ExecutionState, event: Event) -> None:
+    if state.paused:
+        state.paused = False
+        state.status = ExecutionStatus.RUNNING
 
 
 def _engine_error(state: ExecutionState, event: Event) -> None:
@@ -223,6 +238,8 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.SIGNAL_RECEIVED: _signal_received,
     EventType.RETRY_REQUESTED: _retry_requested,
     EventType.WORKFLOW_CANCEL_REQUESTED: _cancel_requested,
+    EventType.WORKFLOW_PAUSED: _paused,
+    EventType.WORKFLOW_RESUMED: _resumed,
     EventType.ENGINE_ERROR: _engine_error,
     EventType.WORKFLOW_COMPLETED: _ended(ExecutionStatus.SUCCEEDED, p.WorkflowCompleted),
     EventType.WORKFLOW_FAILED: _ended(ExecutionStatus.FAILED, p.WorkflowFailed),

@@ -137,6 +137,13 @@ class CancelRequested(Payload):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PauseToggled(Payload):
+    """workflow_paused, workflow_resumed: who asked."""
+
+    by: str | None = field(default=None, metadata=_OPTIONAL)
+
+
+@dataclass(frozen=True, kw_only=True)
 class EngineErrorFact(Payload):
     error: ErrorRecord | None = field(default=None, metadata=_OPTIONAL_ERROR)
 
@@ -169,6 +176,8 @@ PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.COMPENSATION_SCHEDULED: CompensationScheduled,
     EventType.RETRY_REQUESTED: RetryRequested,
     EventType.WORKFLOW_CANCEL_REQUESTED: CancelRequested,
+    EventType.WORKFLOW_PAUSED: PauseToggled,
+    EventType.WORKFLOW_RESUMED: PauseToggled,
     EventType.WORKFLOW_COMPLETED: WorkflowCompleted,
     EventType.WORKFLOW_FAILED: WorkflowFailed,
     EventType.WORKFLOW_CANCELLED: Reason,

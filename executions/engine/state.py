@@ -60,6 +60,8 @@ class ExecutionState:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     cancel_requested: bool = False
+    #: workflow_paused without a workflow_resumed since: decide holds back all new work.
+    paused: bool = False
     #: An engine_error fact's error: decide ends the execution with it (engine/containment.py).
     engine_error: dict[str, Any] | None = None
     #: The bounds recorded in workflow_started, in force for every decision of this

@@ -9,6 +9,8 @@ from enum import StrEnum
 class ExecutionStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
+    #: An operator paused it: decide takes no decision until it is resumed (or cancelled).
+    PAUSED = "paused"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLING = "cancelling"

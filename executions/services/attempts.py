@@ -22,6 +22,7 @@ from executions.definitions import definition_for
 from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
+from executions.engine.statuses import ExecutionStatus
 from executions.models import Attempt, AttemptStatus
 from executions.services.advance import record_and_decide
 from executions.services.recorded import recordable
@@ -46,6 +47,8 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         if row is None:
             return None
         execution = store.lock_execution(row["execution_id"])
+        if execution.status == ExecutionStatus.PAUSED:
+            return None  # held, still scheduled: execution_resume publishes it again
         caught_up = execution.decided_seq == execution.last_seq
         work = store.UnitOfWork(execution, store.load_state(execution))
         claimed = _claim_into(work, attempt_id, row["node_id"], row["attempt"], worker_id)
@@ -193,7 +196,7 @@ def _finish(
             result = Decision(event_type, row.node_id, row.attempt, data)
             work = record_and_decide(execution, [result], source=source)
             nxt = None
-            if claim_next_for is not None:
+            if claim_next_for is not None and not work.state.paused:
                 # The next attempt is claimed in the same unit: one INSERT of the events,
                 # one UPDATE of the execution and of each task, for both steps.
                 work.apply_effects()  # the attempts just scheduled get their rows

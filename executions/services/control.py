@@ -1,5 +1,5 @@
-"""Operator actions: cancel, approve/reject, retry, replay. Each appends a fact to the log
-and lets the one orchestration path (advance) decide what follows."""
+"""Operator actions: cancel, pause/resume, approve/reject, retry, replay. Each appends a
+fact to the log and lets the one orchestration path (advance) decide what follows."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from executions import store
+from executions import messages, store
 from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
-from executions.models import Execution, Timer, TimerKind
+from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.services import whatif
 from executions.services.advance import record_and_advance
 from executions.services.start import execution_start
@@ -62,6 +62,58 @@ def execution_cancel(*, execution_id: UUID | str, by: str = "") -> Execution:
         request = Decision(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": by})
         record_and_advance(execution, [request], source=Source.API)
         return execution
+
+
+def execution_pause(*, execution_id: UUID | str, by: str = "") -> Execution:
+    """Hold back all new work: decide takes no decision while paused, no scheduled attempt
+    is claimed and no timer fires; attempts already running finish and record results."""
+    return _pause_or_resume(execution_id, by, EventType.WORKFLOW_PAUSED)
+
+
+def execution_resume(*, execution_id: UUID | str, by: str = "") -> Execution:
+    """Decide upon everything that happened while paused, and wake what was held back."""
+    return _pause_or_resume(execution_id, by, EventType.WORKFLOW_RESUMED)
+
+
+#: event -> (the status it needs, the participle its refusal says).
+_PAUSING = {
+    EventType.WORKFLOW_PAUSED: (ExecutionStatus.RUNNING, "paused"),
+    EventType.WORKFLOW_RESUMED: (ExecutionStatus.PAUSED, "resumed"),
+}
+
+
+def _pause_or_resume(execution_id: UUID | str, by: str, event: EventType) -> Execution:
+    needs, done = _PAUSING[event]
+    with transaction.atomic():
+        execution = store.lock_execution(execution_id)
+        if execution.status != needs:
+            raise NotAllowed(
+                f"only a {needs} execution can be {done}; this one is {execution.status}"
+            )
+        record_and_advance(execution, [Decision(event, data={"by": by})], source=Source.API)
+        if event == EventType.WORKFLOW_RESUMED:
+            _wake_held(execution)
+        return execution
+
+
+def _wake_held(execution: Execution) -> None:
+    """Attempts scheduled before the pause and timers that came due during it had their
+    messages refused (attempts.attempt_claim, timers.timer_fire): send them again."""
+    now = timezone.now()
+    held = Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
+    attempt_ids = list(held.values_list("pk", flat=True))
+    held.update(published_at=now)
+    timers = list(
+        Timer.objects.filter(execution=execution, fired_at__isnull=True).values_list("pk", "due_at")
+    )
+
+    def publish() -> None:
+        for attempt_id in attempt_ids:
+            messages.publish_attempt(attempt_id)
+        for timer_id, due_at in timers:
+            messages.publish_timer(timer_id, (due_at - now).total_seconds())
+
+    transaction.on_commit(publish)
 
 
 def signal_send(

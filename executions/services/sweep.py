@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from executions import messages
 from executions.engine.events import Source
-from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services.advance import execution_advance
 from executions.services.attempts import attempt_time_out
@@ -78,8 +78,10 @@ def _time_out(report: SweepReport, now: datetime, skip: list[str]) -> None:
 
 
 def _fire_timers(report: SweepReport, now: datetime, skip: list[str]) -> None:
-    due = Timer.objects.filter(fired_at__isnull=True, due_at__lte=now).exclude(
-        execution_id__in=skip
+    due = (
+        Timer.objects.filter(fired_at__isnull=True, due_at__lte=now)
+        .exclude(execution_id__in=skip)
+        .exclude(execution__status=ExecutionStatus.PAUSED)  # held until resumed
     )
     for timer_id, execution_id in due.order_by("due_at").values_list("pk", "execution_id")[:BATCH]:
         with _item("timer", execution_id):
@@ -95,8 +97,10 @@ def _timeout_reason(attempt: Attempt, now: datetime) -> str:
 def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None:
     """Scheduled attempts nobody claimed in time: their message was lost (or is slow)."""
     cutoff = now - timedelta(seconds=settings.WORKFLOW_REPUBLISH_AFTER_SECONDS)
-    stale = Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=cutoff).exclude(
-        execution_id__in=skip
+    stale = (
+        Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=cutoff)
+        .exclude(execution_id__in=skip)
+        .exclude(execution__status=ExecutionStatus.PAUSED)  # held until resumed
     )
     rows = stale.values_list("pk", "published_at", "execution_id")[:BATCH]
     for attempt_id, published_at, execution_id in rows:

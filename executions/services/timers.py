@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from executions import store
 from executions.engine.events import Decision, EventType, Source
-from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Timer, TimerKind
 from executions.services.advance import record_and_advance
 
@@ -22,6 +22,8 @@ def timer_fire(*, timer_id: int) -> bool:
         if timer.due_at > now:
             return False  # an early wake-up: the sweeper or a later message fires it
         execution = store.lock_execution(timer.execution_id)
+        if execution.status == ExecutionStatus.PAUSED:
+            return False  # held: execution_resume sends it again
         if not Timer.objects.filter(pk=timer_id, fired_at__isnull=True).update(fired_at=now):
             return False
         if execution.status in EXECUTION_TERMINAL:

@@ -180,3 +180,13 @@ def fixable(http_url: str) -> dict[str, Any]:
             },
         ]
     }
+
+
+#: Paused while `nap` runs: nap's result is recorded, `after` and the timer wait for resume.
+PAUSE = {
+    "nodes": [
+        {"id": "nap", "type": "function", "function": "std.sleep", "input": {"seconds": 2}},
+        {"id": "wait", "type": "delay", "seconds": 1},
+        {"id": "after", "type": "function", "function": "std.noop", "depends_on": ["nap", "wait"]},
+    ]
+}

@@ -162,3 +162,18 @@ def test_record_golden_histories(live) -> None:
     )
     done = live.wait(execution.pk)
     dump("engine_error", done, scenarios.SLEEPER, "engine_error ends the execution")
+
+
+def test_record_pause_history(live) -> None:
+    execution = start(scenarios.PAUSE)
+    wait_for(execution, "nap", "running")
+    control.execution_pause(execution_id=execution.pk, by="golden")
+    deadline = time.monotonic() + 30
+    while not Event.objects.filter(execution=execution, type="task_completed").exists():
+        assert time.monotonic() < deadline, "nap never finished"
+        time.sleep(0.05)
+    time.sleep(2)  # the delay's timer comes due while paused
+    control.execution_resume(execution_id=execution.pk, by="golden")
+    done = live.wait(execution.pk)
+    assert done.status == "succeeded"
+    dump("pause_resume", done, scenarios.PAUSE, "paused while running, resumed")
