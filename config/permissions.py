@@ -42,7 +42,11 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "task-detail": {"GET": (VIEW_EXECUTION,)},
     "event-list": {"GET": (VIEW_EXECUTION,)},
     "state": {"GET": (VIEW_EXECUTION,)},
+    "why": {"GET": (VIEW_EXECUTION,)},
+    "task-why": {"GET": (VIEW_EXECUTION,)},
     "cancel": {"POST": (OPERATE,)},
+    "pause": {"POST": (OPERATE,)},
+    "resume": {"POST": (OPERATE,)},
     "retry": {"POST": (OPERATE,)},
     "replay": {"POST": (OPERATE,)},
     # Approval nodes may further name their approvers (executions.services.control).

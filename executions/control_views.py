@@ -1,4 +1,5 @@
-"""Operator endpoints: cancel, retry, replay, approve/reject, and point-in-time state."""
+"""Operator endpoints: cancel, pause/resume, retry, replay, approve/reject, and
+point-in-time state."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from config.parsers import query_int
 from executions import store
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
-from executions.services import control, whatif
+from executions.services import control, whatif, why
 
 
 class SignalSerializer(serializers.Serializer):
@@ -90,6 +91,19 @@ class CancelView(_ControlView):
         return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
 
 
+class PauseView(_ControlView):
+    """pause, and with action="resume" resume: the same shape, one service each."""
+
+    action = "pause"
+
+    @extend_schema(request=None, responses={202: ExecutionSerializer, 409: CONFLICT})
+    def post(self, request: Request, execution_id) -> Response:
+        self.execution(execution_id)
+        service = control.execution_pause if self.action == "pause" else control.execution_resume
+        service(execution_id=execution_id, by=request.user.get_username())
+        return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
+
+
 class RetryView(_ControlView):
     @extend_schema(request=RetrySerializer, responses={202: ExecutionSerializer, 409: CONFLICT})
     def post(self, request: Request, execution_id) -> Response:
@@ -147,6 +161,40 @@ class SignalView(_ControlView):
             by=request.user.get_username(),
         )
         return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
+
+
+class WhyReasonSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="waiting_for_parents, condition_false, trigger_rule, retry_backoff, timer, "
+        "waiting_for_approval, waiting_for_signal, waiting_for_child, concurrency_limit, "
+        "pool_full, execution_paused, queued, running, execution_ended, upstream_failed, "
+        "max_parallel"
+    )
+    message = serializers.CharField(help_text="The reason in words.")
+
+
+class WhySerializer(serializers.Serializer):
+    node_id = serializers.CharField()
+    status = serializers.CharField()
+    reasons = WhyReasonSerializer(
+        many=True, help_text="Each with its code's own fields (due_at, parents, ...)."
+    )
+
+
+class WhyView(_ControlView):
+    """Why every node that is not settled is not running (yet)."""
+
+    @extend_schema(responses=WhySerializer(many=True))
+    def get(self, request: Request, execution_id) -> Response:
+        return Response(why.why_execution(self.execution(execution_id)))
+
+
+class TaskWhyView(_ControlView):
+    """Why one node is not running; a settled node says why it did not run (skipped)."""
+
+    @extend_schema(responses=WhySerializer)
+    def get(self, request: Request, execution_id, node_id: str) -> Response:
+        return Response(why.why_node(self.execution(execution_id), node_id))
 
 
 class StateView(_ControlView):

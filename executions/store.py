@@ -97,6 +97,18 @@ def load_state(execution: Execution) -> ExecutionState:
     return state
 
 
+def state_now(execution: Execution) -> ExecutionState:
+    """A reader's copy of the current state (API, admin): the execution row's snapshot and
+    the events after it, without the lock and without touching the writers' cache."""
+    state = ExecutionState(str(execution.pk))
+    if execution.snapshot is not None and execution.snapshot_seq <= execution.last_seq:
+        state = ExecutionState.from_dict(execution.snapshot)
+    tail = events_of(execution.pk, after_seq=state.last_seq, upto_seq=execution.last_seq)
+    for row in tail.iterator(chunk_size=2000):
+        apply_event(state, to_engine(row))
+    return state
+
+
 def _remember(key: str, state: ExecutionState) -> None:
     _STATES[key] = state
     _STATES.move_to_end(key)

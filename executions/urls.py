@@ -20,7 +20,23 @@ urlpatterns = [
     ),
     *both("executions/<uuid:execution_id>/events", views.EventList.as_view(), "event-list"),
     *both("executions/<uuid:execution_id>/state", control_views.StateView.as_view(), "state"),
+    *both("executions/<uuid:execution_id>/why", control_views.WhyView.as_view(), "why"),
+    *both(
+        "executions/<uuid:execution_id>/tasks/<str:node_id>/why",
+        control_views.TaskWhyView.as_view(),
+        "task-why",
+    ),
     *both("executions/<uuid:execution_id>/cancel", control_views.CancelView.as_view(), "cancel"),
+    *both(
+        "executions/<uuid:execution_id>/pause",
+        control_views.PauseView.as_view(action="pause"),
+        "pause",
+    ),
+    *both(
+        "executions/<uuid:execution_id>/resume",
+        control_views.PauseView.as_view(action="resume"),
+        "resume",
+    ),
     *both("executions/<uuid:execution_id>/retry", control_views.RetryView.as_view(), "retry"),
     *both("executions/<uuid:execution_id>/replay", control_views.ReplayView.as_view(), "replay"),
     *both(

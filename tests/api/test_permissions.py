@@ -68,6 +68,10 @@ def requests(world: dict[str, Any]) -> dict[str, tuple[str, str, Any]]:
         "task": ("get", f"{e}/tasks/review", None),
         "events": ("get", f"{e}/events", None),
         "state": ("get", f"{e}/state", None),
+        "why": ("get", f"{e}/why", None),
+        "task why": ("get", f"{e}/tasks/review/why", None),
+        "pause": ("post", f"{e}/pause", None),
+        "resume": ("post", f"{e}/resume", None),
         "replay": ("post", f"{e}/replay", {}),
         "approve": ("post", f"{e}/tasks/review/approve", {}),
         "cancel": ("post", f"/executions/{world['other'].pk}/cancel", None),
@@ -90,6 +94,8 @@ READS = {
     "task",
     "events",
     "state",
+    "why",
+    "task why",
     "list schedules",
     "read schedule",
     "metrics",
@@ -97,7 +103,7 @@ READS = {
 #: What each role may do beyond reading (every role reads).
 ALLOWED: dict[str, set[str]] = {
     "viewer": READS,
-    "operator": READS | {"start", "replay", "cancel"},
+    "operator": READS | {"start", "replay", "cancel", "pause", "resume"},
     "approver": READS | {"approve"},
     "author": READS
     | {"create workflow", "add version", "create schedule", "pause schedule", "delete schedule"},

@@ -1,0 +1,109 @@
+"""why(): the reasons the pure explanation gives, from states made by the simulator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from executions.engine.events import EventType, Source
+from executions.engine.why import EXECUTION_RULES, NODE_RULES, Rows, why, why_node
+from tests.unit.engine.sim import Run
+from tests.unit.engine.strategies import ITEM_BODY
+from tests.unit.engine.test_engine__engine_error import ECHO, FAN
+from workflows.dsl import Definition, Node
+from workflows.kinds.map import MapSpec
+
+ERROR = {"type": "Boom", "message": "x", "retryable": False}
+
+
+def codes(run: Run, rows: Rows | None = None) -> dict[str, list[str]]:
+    return {
+        entry["node_id"]: [reason["code"] for reason in entry["reasons"]]
+        for entry in why(run.definition, run.state, rows or Rows())
+    }
+
+
+def test_a_running_fan_out() -> None:
+    run = Run(FAN, seed=2)
+    run.start({})
+    assert codes(run) == {
+        "a": ["queued"],
+        "wait": ["waiting_for_parents"],
+        "b": ["waiting_for_parents"],
+        "c": ["waiting_for_parents"],
+        "end": ["waiting_for_parents"],
+    }
+
+
+def test_a_paused_execution_adds_its_reason_and_keeps_the_nodes_own() -> None:
+    run = Run(FAN, seed=2)
+    run.start({})
+    run.append(EventType.TASK_STARTED, "a", 1)
+    run.append(EventType.WORKFLOW_PAUSED, data={"by": "ops"}, source=Source.API)
+    run.append(EventType.TASK_COMPLETED, "a", 1, {"output": 1})
+    found = codes(run)
+    assert found["b"] == ["execution_paused"]  # ready: only the pause holds it back
+    assert found["end"] == ["waiting_for_parents", "execution_paused"]
+
+
+def test_a_failing_execution_names_the_failed_node() -> None:
+    run = Run(FAN, seed=2)
+    run.start({})
+    run.append(EventType.TASK_STARTED, "a", 1)
+    run.append(EventType.WORKFLOW_PAUSED, data={}, source=Source.API)
+    run.append(EventType.TASK_FAILED, "a", 1, {"error": ERROR})
+    entries = {e["node_id"]: e for e in why(FAN, run.state, Rows())}
+    assert entries["b"]["reasons"][0] == {
+        "code": "upstream_failed",
+        "message": "a failed: trigger rule all_success",
+        "nodes": ["a"],
+    }
+
+
+def test_map_items_beyond_max_parallel_wait_for_a_slot() -> None:
+    definition = Definition(
+        nodes=(Node(id="m", type="map", spec=MapSpec("input.items", ITEM_BODY, 1)),)
+    )
+    run = Run(definition, seed=1)
+    run.start({"items": [1, 2, 3]})
+    found = codes(run)
+    assert found["m"] == ["running"]
+    assert found["m[0]"] == ["queued"]
+    assert found["m[1]"] == found["m[2]"] == ["max_parallel"]
+    item = why_node(definition, run.state, Rows(), "m[2]")
+    assert item["reasons"][0]["limit"] == 1
+
+
+@dataclass(frozen=True)
+class SignalSpec:
+    signal: str
+
+
+def test_a_signal_node_waits_for_its_signal() -> None:
+    """The signal kind is a later feature: its waiting reason is ready for it."""
+    node = Node(id="s", type="signal", spec=SignalSpec("go"))
+    run = Run(Definition(nodes=(Node(id="a", type="function", spec=ECHO),)), seed=1)
+    run.start({})
+    run.state.node("s").status = "waiting"
+    entry = why_node(Definition(nodes=(node,)), run.state, Rows(), "s")
+    assert entry["reasons"] == [
+        {"code": "waiting_for_signal", "message": "waiting for the signal 'go'", "signal": "go"}
+    ]
+
+
+def test_later_reasons_slot_in_as_rules() -> None:
+    """concurrency_limit and pool_full come with their features: one rule each."""
+    run = Run(FAN, seed=2)
+    run.start({})
+
+    def pool_full(scene, node, current):
+        pool = scene.rows.extra.get("pools", {}).get(node.id)
+        if pool:
+            yield {"code": "pool_full", "message": f"pool {pool} is full", "pool": pool}
+
+    NODE_RULES["scheduled"].append(pool_full)
+    try:
+        found = codes(run, Rows(extra={"pools": {"a": "gpu"}}))
+    finally:
+        NODE_RULES["scheduled"].remove(pool_full)
+    assert found["a"] == ["queued", "pool_full"]
+    assert len(EXECUTION_RULES) == 3
