@@ -20,7 +20,13 @@ from typing import Any
 
 from executions.engine import maps
 from executions.engine.context import template_context
-from executions.engine.rules import Verdict, failed_for_good, is_settled, trigger_verdict
+from executions.engine.rules import (
+    RUNS_AFTER_FAILURE,
+    Verdict,
+    failed_for_good,
+    is_settled,
+    trigger_verdict,
+)
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE, ExecutionStatus, TaskStatus
 from workflows.dsl import Definition, Node
@@ -192,7 +198,7 @@ def _parents(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
         yield _trigger_reason(scene, node)
         return
     failed = _failed_nodes(scene)
-    if failed and node.trigger_rule != "all_done":
+    if failed and node.trigger_rule not in RUNS_AFTER_FAILURE:
         yield _upstream_failed(failed, "the execution is failing")
         return
     if node.when is not None and not _when_holds(scene, node):
