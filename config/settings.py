@@ -194,7 +194,8 @@ CELERY_TASK_ROUTES = {
     "nodes.tasks.*": {"queue": "nodes"},
     "schedules.tasks.*": {"queue": "orchestrator"},
 }
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's DatabaseScheduler with a heartbeat for healthchecks (schedules/beat.py).
+CELERY_BEAT_SCHEDULER = "schedules.beat:Scheduler"
 WORKFLOW_SWEEP_INTERVAL = float(os.environ.get("WORKFLOW_SWEEP_INTERVAL", "1.0"))
 CELERY_BEAT_SCHEDULE = {
     "workflow-sweeper": {
@@ -327,6 +328,8 @@ WORKFLOW_TLS = _flag("WORKFLOW_TLS")
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = WORKFLOW_TLS
 SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000")) if WORKFLOW_TLS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = WORKFLOW_TLS and _flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+# Asks browsers' preload lists to know the site as HTTPS-only: opt in when the domain is ready.
+SECURE_HSTS_PRELOAD = WORKFLOW_TLS and _flag("SECURE_HSTS_PRELOAD")
 # Off by default even behind TLS: health probes often speak plain HTTP to the container.
 SECURE_SSL_REDIRECT = WORKFLOW_TLS and _flag("SECURE_SSL_REDIRECT")
 SESSION_COOKIE_HTTPONLY = True

@@ -96,6 +96,13 @@ def purge(env: Mapping[str, str], queues: str = QUEUES) -> None:
 # --- processes -----------------------------------------------------------------------
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the OS picks it), for a child to bind."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):

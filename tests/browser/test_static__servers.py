@@ -9,7 +9,6 @@ after collectstatic, as the Docker image does, and serves the collected, compres
 from __future__ import annotations
 
 import secrets
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -21,7 +20,15 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from executions.supervisor import ROOT, Supervisor, environment, gunicorn_argv, listening, web_argv
+from executions.supervisor import (
+    ROOT,
+    Supervisor,
+    environment,
+    free_port,
+    gunicorn_argv,
+    listening,
+    web_argv,
+)
 
 #: Swagger UI and Redoc render in the browser; this bounds a wait, it asserts no speed.
 RENDER_WAIT_SECONDS = 30
@@ -32,12 +39,6 @@ class Served:
     kind: str
     url: str
     static_root: Path
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def manage(env: dict[str, str], *args: str) -> None:

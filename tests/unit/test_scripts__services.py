@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -14,13 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from executions.supervisor import free_port
 from scripts import services
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

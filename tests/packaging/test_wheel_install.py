@@ -1,0 +1,212 @@
+"""The wheel, installed into a fresh virtualenv outside the repository, runs on its own.
+
+What the Docker image does, without a container engine: install the wheel at the locked
+versions (pip may take them from its cache; only package registries are reachable), then,
+from an empty folder with nothing of the repository importable, on the embedded defaults
+(SQLite, the file broker) and production-like settings: `migrate`, `check --deploy` with
+no warning, `collectstatic`, then gunicorn, a Celery worker and beat run a one-node
+workflow through the REST API, and each container healthcheck passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from executions.supervisor import WORKER_READY, Supervisor, free_port, listening, logged
+from tests.packaging.context import ROOT
+
+#: Seconds to wait for the execution to end: a bound on a wait, not a speed assertion.
+EXECUTION_WAIT_SECONDS = 120
+HOST = "wf.example.com"
+#: What the TLS proxy in front of gunicorn would send.
+THROUGH_PROXY = {"Host": HOST, "X-Forwarded-Proto": "https"}
+
+
+@dataclass
+class Installed:
+    venv: Path
+    workdir: Path
+    env: dict[str, str]
+
+    def bin(self, name: str) -> str:
+        return str(self.venv / "bin" / name)
+
+    def run(self, *argv: str, extra: dict[str, str] | None = None) -> str:
+        done = subprocess.run(
+            list(argv), cwd=self.workdir, env={**self.env, **(extra or {})},
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout + done.stderr
+
+    def manage(self, *args: str, extra: dict[str, str] | None = None) -> str:
+        return self.run(self.bin("workflow-engine"), *args, extra=extra)
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    base = tmp_path_factory.mktemp("installed")
+    assert ROOT not in base.parents
+    venv = base / "venv"
+    subprocess.run(["python3", "-m", "venv", str(venv)], check=True, timeout=120)
+    lock = str(ROOT / "requirements.lock")
+    pip = [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    done = subprocess.run(
+        [*pip, "--constraint", lock, str(wheel)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"pip install of the wheel failed:\n{done.stdout}\n{done.stderr}"
+    workdir = base / "run"
+    workdir.mkdir()
+    # Nothing of the repository, nor of the test run's own settings, leaks in.
+    keep = ("HOME", "LANG", "LC_ALL", "TMPDIR", "PIP_CONSTRAINT")
+    env = {key: os.environ[key] for key in keep if key in os.environ}
+    env.update(
+        PATH=f"{venv / 'bin'}:/usr/bin:/bin",
+        DJANGO_SETTINGS_MODULE="config.settings",
+        WORKFLOW_VAR_DIR=str(base / "var"),
+        SECRET_KEY=secrets.token_urlsafe(50),
+        DEBUG="0",
+        ALLOWED_HOSTS=HOST,
+        PYTHONUNBUFFERED="1",
+        # Behind a TLS proxy, as in production: plain HTTP is redirected unless the
+        # proxy's header says the request came over HTTPS.
+        WORKFLOW_TLS="1",
+        SECURE_SSL_REDIRECT="1",
+        SECURE_HSTS_INCLUDE_SUBDOMAINS="1",
+        SECURE_HSTS_PRELOAD="1",
+        CSRF_TRUSTED_ORIGINS=f"https://{HOST}",
+        SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
+    )
+    return Installed(venv, workdir, env)
+
+
+def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Installed) -> None:
+    where = installed.run(
+        installed.bin("python"), "-c", "import config, nodes; print(config.__file__)"
+    )
+    assert str(installed.venv) in where
+    assert str(ROOT) not in where
+
+
+def test_check_deploy_with_production_settings_has_no_warning(installed: Installed) -> None:
+    out = installed.manage("check", "--deploy", "--fail-level", "WARNING")
+    assert "System check identified no issues" in out, out
+
+
+@pytest.fixture(scope="module")
+def running(installed: Installed) -> Iterator[tuple[Installed, str, int]]:
+    """migrate, collectstatic, an admin token, then gunicorn, a worker and beat."""
+    installed.manage("migrate", "--noinput", "-v", "0")
+    installed.manage("collectstatic", "--noinput", "-v", "0")
+    installed.manage(
+        "createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com",
+        extra={"DJANGO_SUPERUSER_PASSWORD": secrets.token_urlsafe(16)},
+    )  # fmt: skip
+    token = re.search(r"Generated token (\w+)", installed.manage("drf_create_token", "admin"))
+    assert token, "drf_create_token printed no token"
+    port = free_port()
+    python = installed.bin("python")
+    supervisor = Supervisor(installed.workdir / "logs", env=installed.env, cwd=installed.workdir)
+    gunicorn = [python, "-m", "gunicorn", "config.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"]
+    worker = [python, "-m", "celery", "-A", "config", "worker", "-l", "info",
+              "-Q", "orchestrator,nodes", "--concurrency", "1"]  # fmt: skip
+    beat = [python, "-m", "celery", "-A", "config", "beat", "-l", "info",
+            "-s", str(installed.workdir / "beat-schedule")]  # fmt: skip
+    try:
+        started = [
+            supervisor.start("web", gunicorn, ready=listening("127.0.0.1", port)),
+            supervisor.start("worker", worker, ready=logged(WORKER_READY)),
+            supervisor.start("beat", beat),
+        ]
+        for process in started:
+            process.wait_ready()
+        yield installed, token[1], port
+    finally:
+        logs = supervisor.logs()
+        supervisor.stop()
+        print(logs)  # shown by pytest when a test of this module failed
+
+
+def api(port: int, token: str, method: str, path: str, body: object | None = None) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={
+            **THROUGH_PROXY,
+            "Authorization": f"Token {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_a_one_node_workflow_runs_from_the_installed_package(running) -> None:
+    _, token, port = running
+    definition = {
+        "nodes": [
+            {"id": "hello", "type": "function", "function": "std.echo",
+             "input": {"greeting": "hello {{ input.name }}"}},
+        ],
+        "output": "{{ nodes.hello.output }}",
+    }  # fmt: skip
+    api(port, token, "POST", "/workflows", {"name": "from-the-wheel", "definition": definition})
+    started = api(port, token, "POST", "/executions", {"workflow": "from-the-wheel",
+                                                       "input": {"name": "wheel"}})  # fmt: skip
+    deadline = time.monotonic() + EXECUTION_WAIT_SECONDS
+    execution = started
+    while execution["status"] not in ("succeeded", "failed", "cancelled"):
+        assert time.monotonic() < deadline, f"still {execution['status']}: {execution}"
+        time.sleep(0.2)
+        execution = api(port, token, "GET", f"/executions/{started['id']}")
+    assert execution["status"] == "succeeded", execution
+    assert execution["output"] == {"greeting": "hello wheel"}
+
+
+def test_static_files_and_the_demo_workflow_come_with_the_package(running) -> None:
+    installed, _, port = running
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/static/admin/css/base.css",
+        headers={**THROUGH_PROXY, "Accept-Encoding": "gzip"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        assert response.headers["Content-Encoding"] == "gzip"  # collected and compressed
+    installed.run(
+        installed.bin("python"), "-c",
+        "from importlib.resources import files; import json; "
+        "assert json.loads(files('nodes').joinpath('demo_workflow.json').read_text())",
+    )  # fmt: skip
+
+
+def test_the_container_healthchecks_pass(running) -> None:
+    installed, _, port = running
+    probe = [installed.bin("python"), "-m", "monitoring.probe"]
+    assert "web: healthy" in installed.run(*probe, "web", "--port", str(port))
+    assert "worker: healthy" in installed.run(*probe, "worker")
+    # Beat ticks at least every 5 s; give its first tick that long at most.
+    deadline = time.monotonic() + 30
+    while True:
+        done = subprocess.run(
+            [*probe, "beat"], cwd=installed.workdir, env=installed.env,
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        if done.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert done.returncode == 0, done.stderr
+    assert "beat: healthy" in done.stdout
