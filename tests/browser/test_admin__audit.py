@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from executions.services.start import execution_start
 from workflows.services import workflow_create
@@ -26,7 +27,8 @@ def log_in(chrome, live_server, username: str, password: str) -> None:
     chrome.find_element(By.NAME, "username").send_keys(username)
     chrome.find_element(By.NAME, "password").send_keys(password)
     chrome.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    assert "Site administration" in chrome.page_source, chrome.page_source[:500]
+    # The click returns before the POST's answer has loaded (seen under load).
+    WebDriverWait(chrome, 30).until(lambda _: "Site administration" in chrome.title)
 
 
 def column(chrome, name: str) -> list[str]:
