@@ -108,6 +108,7 @@ def main() -> None:
         f"execution page, {big.last_seq:,} events": f"{base}{big.pk}/change/",
         "  same, log page in the middle": f"{base}{big.pk}/change/?before={big.last_seq // 2}",
         "  its live fragment": f"{base}{big.pk}/live/",
+        "  its events in the event list": f"/admin/executions/event/?execution__id__exact={big.pk}",
         f"list, {Execution.objects.count():,} executions": base,
         "  status=failed": f"{base}?status__exact=failed",
         "  workflow": f"{base}?workflow__id__exact={some.workflow_id}",

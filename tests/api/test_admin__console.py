@@ -206,3 +206,15 @@ def test_bulk_actions_confirm_then_apply_and_need_operate() -> None:
     viewer.post(LIST, {**picked, "action": "cancel_selected", "confirm": "yes"})
     waiting.refresh_from_db()
     assert waiting.status == "running"
+
+
+def test_the_event_list_finds_an_executions_events_by_its_exact_id() -> None:
+    first, second = start(FAILING), start(FAILING)
+    root = client_for("root", superuser=True)
+    events = "/admin/executions/event/"
+    html = root.get(events, {"q": str(first.pk)}).content.decode()
+    assert str(first.pk) in html
+    assert str(second.pk) not in html
+    assert str(first.pk) not in root.get(events, {"q": str(first.pk)[:8]}).content.decode()
+    html = root.get(events, {"execution__id__exact": first.pk, "source": "api"}).content.decode()
+    assert re.findall(r'class="field-type">([a-z_]+)<', html) == ["workflow_started"]
