@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('executions', '0003_events_append_only'),
+        ('executions', '0004_console_indexes'),
     ]
 
     operations = [
