@@ -216,5 +216,7 @@ def test_the_event_list_finds_an_executions_events_by_its_exact_id() -> None:
     assert str(first.pk) in html
     assert str(second.pk) not in html
     assert str(first.pk) not in root.get(events, {"q": str(first.pk)[:8]}).content.decode()
-    html = root.get(events, {"execution__id__exact": first.pk, "source": "api"}).content.decode()
+    html = root.get(
+        events, {"execution__id__exact": str(first.pk), "source": "api"}
+    ).content.decode()
     assert re.findall(r'class="field-type">([a-z_]+)<', html) == ["workflow_started"]
