@@ -122,6 +122,9 @@ def test_a_finished_execution_with_a_map_and_a_sub_workflow(
     assert len(fan.find_elements(By.CSS_SELECTOR, "rect.wf-item.wf-succeeded")) == 1
     timeline = chrome.find_element(By.ID, "wf-timeline")
     assert timeline.find_elements(By.CSS_SELECTOR, "rect.tl-timer")  # the delay's timer
+    chrome.set_window_size(1400, 2600)  # the whole page, for a person to look at
+    chrome.save_screenshot(str(screenshots / "console-succeeded-full.png"))
+    chrome.set_window_size(1400, 900)
     # The sub-workflow node links to its child execution.
     chrome.find_element(By.CSS_SELECTOR, "g.wf-node[data-node-id=sub] a").click()
     wait_until(chrome, lambda: "console-child" in chrome.title + chrome.page_source, "child page")
