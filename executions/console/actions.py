@@ -129,6 +129,16 @@ def _replay(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, E
     return f"Replay{origin} started as execution {replay.pk}.", replay
 
 
+def _pause(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+    control.execution_pause(execution_id=execution.pk, by=by)
+    return "Paused: nothing new is scheduled or fired; running attempts finish.", execution
+
+
+def _resume(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+    control.execution_resume(execution_id=execution.pk, by=by)
+    return "Resumed: the execution goes on where it stopped.", execution
+
+
 def _signal(decision: str) -> Callable[[Execution, dict[str, Any], str], tuple[str, Execution]]:
     def run(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
         control.signal_send(
@@ -194,6 +204,26 @@ ACTIONS: dict[str, Action] = {
             lambda e: True,
             _replay_form,
             _replay,
+        ),
+        Action(
+            "pause",
+            "Pause",
+            "Nothing new is scheduled or fired while it is paused; running attempts finish "
+            "and record their results. Resume goes on where it stopped.",
+            OPERATE,
+            lambda e: e.status == ExecutionStatus.RUNNING,
+            None,
+            _pause,
+        ),
+        Action(
+            "resume",
+            "Resume",
+            "The execution goes on where it stopped: what happened while it was paused is "
+            "decided upon, and held attempts and timers are sent again.",
+            OPERATE,
+            lambda e: e.status == ExecutionStatus.PAUSED,
+            None,
+            _resume,
         ),
         Action(
             "approve",

@@ -23,6 +23,7 @@ from executions.console.timeline import TYPES, Mark, Timeline, timeline
 from executions.definitions import definition_for
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Attempt, Event, Execution, Task
+from executions.services.why import why_execution
 from workflows.dsl import Definition
 
 #: Attempts of one node the page and the timeline show (the latest ones).
@@ -126,6 +127,10 @@ def node_views(
             views[node_id].child = (child_id, status)
     for row in latest_attempts(execution, views.values()):
         views[row["node_id"]].attempt_rows.append(row)
+    if execution.status not in EXECUTION_TERMINAL:
+        for why in why_execution(execution):
+            if why["node_id"] in views:
+                views[why["node_id"]].reasons = why["reasons"]
     ordered = [views[n.id] for n in definition.nodes]
     known = set(definition.by_id)
     return ordered, [v for v in views.values() if v.node_id not in known]

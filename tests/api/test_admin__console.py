@@ -220,3 +220,29 @@ def test_the_event_list_finds_an_executions_events_by_its_exact_id() -> None:
         events, {"execution__id__exact": str(first.pk), "source": "api"}
     ).content.decode()
     assert re.findall(r'class="field-type">([a-z_]+)<', html) == ["workflow_started"]
+
+
+def test_pause_then_resume_and_why_each_node_waits() -> None:
+    execution = start(APPROVAL)
+    operator = client_for("otto", "viewer", "operator")
+    html = operator.get(page_of(execution)).content.decode()
+    # Next to each node that is not running: why (the same reasons as GET .../why).
+    assert re.search(r'data-node-id="review".*?data-code="waiting_for_approval"', html, re.S)
+    assert re.search(r'data-node-id="hold".*?data-code="waiting_for_parents"', html, re.S)
+    assert 'data-action="pause"' in html
+    done = operator.post(act(execution, "pause"), follow=True)
+    assert "Paused" in done.content.decode()
+    execution.refresh_from_db()
+    assert execution.status == "paused"
+    html = done.content.decode()
+    assert 'data-action="resume"' in html
+    assert 'data-code="execution_paused"' in html
+    assert Event.objects.get(execution=execution, type="workflow_paused").data["by"] == "otto"
+    # Pause again: refused with the service's reason, not a 500.
+    again = operator.post(act(execution, "pause"), follow=True).content.decode()
+    assert "Pause refused: only a running execution can be paused" in again
+    assert client_for("viewer", "viewer").post(act(execution, "resume")).status_code == 403
+    operator.post(act(execution, "resume"))
+    execution.refresh_from_db()
+    assert execution.status == "running"
+    assert Event.objects.get(execution=execution, type="workflow_resumed").data["by"] == "otto"

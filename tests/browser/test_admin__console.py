@@ -197,7 +197,7 @@ def test_a_failed_execution_retried_then_replayed_from_a_node(
     chrome.save_screenshot(str(screenshots / "console-replayed.png"))
 
 
-def test_a_running_execution_refreshes_live_and_is_approved_then_cancelled(
+def test_a_running_execution_refreshes_live_is_approved_paused_resumed_then_cancelled(
     chrome, live_server, engine: Engine, screenshots: Path
 ) -> None:
     execution = start(
@@ -236,6 +236,15 @@ def test_a_running_execution_refreshes_live_and_is_approved_then_cancelled(
     assert pictured(chrome)["second"] == "succeeded"
     signal = Event.objects.get(execution=execution, type="signal_received", node_id="second")
     assert signal.data["by"] == "root"
+
+    press(chrome, "pause")
+    assert "Paused" in message(chrome)
+    assert status_badge(chrome) == "paused"
+    report = chrome.find_element(By.CSS_SELECTOR, "#wf-nodes tr[data-node-id=report]")
+    assert report.find_element(By.CSS_SELECTOR, ".wf-why[data-code=execution_paused]")
+    chrome.save_screenshot(str(screenshots / "console-paused.png"))
+    press(chrome, "resume")
+    assert status_badge(chrome) == "running"
 
     press(chrome, "cancel")
     assert "Cancel requested" in message(chrome)
