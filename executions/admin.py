@@ -34,16 +34,23 @@ class ReadOnlyAdminMixin:
         return False
 
 
+class ReadOnlyLargeTableAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """No COUNT(*) of a whole large table on every page (changelist.py)."""
+
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+
+
 _HEAVY = ("input", "output", "error", "snapshot", "request_fingerprint", "last_hash")
 
 
 @admin.register(Execution)
-class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class ExecutionAdmin(ReadOnlyLargeTableAdmin):
     """The list scales to large tables (changelist.py); the page of one execution is the
     console (executions/console/): picture, timeline, nodes, log and actions."""
 
     list_display = [
-        "id",
+        "short_id",
         "workflow",
         "version_number",
         "status_badge",
@@ -56,8 +63,6 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     search_fields = ["id"]  # the search itself is search_exact: never icontains on a UUID
     search_help_text = "An execution id, a workflow name, or who started it (exact)."
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
     actions = ["cancel_selected", "retry_selected"]
 
     class Media:
@@ -135,11 +140,9 @@ class EventSourceFilter(admin.SimpleListFilter):
 
 
 @admin.register(Event)
-class EventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    # The largest table: no COUNT(*) of all of it, no join to the execution's row (its
-    # snapshot), no data column in the list, newest first within an execution by index.
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
+class EventAdmin(ReadOnlyLargeTableAdmin):
+    # The largest table: no join to the execution's row (its snapshot), no data column in
+    # the list, newest first within an execution by index.
     list_display = ["execution_id", "seq", "type", "node_id", "attempt", "source", "timestamp"]
     list_filter = ["type", EventSourceFilter]
     ordering = ["-execution_id", "-seq"]
@@ -170,18 +173,18 @@ class EventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Task)
-class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["execution", "node_id", "type", "status", "attempts", "ended_at"]
+class TaskAdmin(ReadOnlyLargeTableAdmin):
+    list_display = ["execution_id", "node_id", "type", "status", "attempts", "ended_at"]
     list_filter = ["status", "type"]
 
 
 @admin.register(Attempt)
-class AttemptAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["execution", "node_id", "attempt", "status", "worker_id", "lease_expires_at"]
+class AttemptAdmin(ReadOnlyLargeTableAdmin):
+    list_display = ["execution_id", "node_id", "attempt", "status", "worker_id", "lease_expires_at"]
     list_filter = ["status"]
 
 
 @admin.register(Timer)
-class TimerAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["execution", "node_id", "attempt", "kind", "due_at", "fired_at"]
+class TimerAdmin(ReadOnlyLargeTableAdmin):
+    list_display = ["execution_id", "node_id", "attempt", "kind", "due_at", "fired_at"]
     list_filter = ["kind"]
