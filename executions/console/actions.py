@@ -18,11 +18,11 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from config.permissions import APPROVE, OPERATE
+from executions.console.page import execution_or_404
 from executions.definitions import definition_for
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Task
@@ -263,7 +263,7 @@ def action_view(
     spec = ACTIONS.get(action)
     if spec is None:
         raise Http404(f"no action {action!r}")
-    execution = get_object_or_404(Execution, pk=object_id)
+    execution = execution_or_404(object_id)
     if not model_admin.has_view_permission(request, execution) or not request.user.has_perm(
         spec.permission
     ):

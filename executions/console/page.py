@@ -6,14 +6,16 @@ the log. Nothing here reads the whole log.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Q, Value
+from django.db.models import Count, Q, QuerySet, Value
 from django.db.models.functions import Left, StrIndex
+from django.http import Http404
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
@@ -230,6 +232,16 @@ def event_page(
         newer = 0  # the newest page: no `before`
     older = rows[-1]["seq"] if rows and rows[-1]["seq"] > 1 else None
     return rows, newer, older
+
+
+def execution_or_404(object_id: str, queryset: QuerySet[Execution] | None = None) -> Execution:
+    """The execution of an admin URL; a malformed id is a 404 like an unknown one."""
+    try:
+        return (queryset if queryset is not None else Execution.objects.all()).get(
+            pk=uuid.UUID(object_id)
+        )
+    except (ValueError, Execution.DoesNotExist):
+        raise Http404(f"no execution {object_id!r}") from None
 
 
 def execution_page(execution: Execution, *, before: int | None = None, log: bool = True) -> Page:

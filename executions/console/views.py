@@ -6,14 +6,13 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
 from config.permissions import APPROVE, OPERATE
 from executions.console.actions import available, waiting_approvals
-from executions.console.page import ATTEMPTS_SHOWN, execution_page, shown
+from executions.console.page import ATTEMPTS_SHOWN, execution_or_404, execution_page, shown
 from executions.console.timeline import seconds_text
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Execution
@@ -23,11 +22,10 @@ from executions.services import control
 def console_view(
     model_admin: Any, request: HttpRequest, object_id: str, *, live: bool = False
 ) -> HttpResponse:
-    execution = get_object_or_404(
-        Execution.objects.select_related(
-            "workflow", "version", "parent_execution", "replay_of"
-        ).defer("snapshot"),
-        pk=object_id,
+    execution = execution_or_404(
+        object_id,
+        # The page shows the parent's and the original's ids only: no join to their rows.
+        Execution.objects.select_related("workflow", "version").defer("snapshot"),
     )
     if not model_admin.has_view_permission(request, execution):
         raise PermissionDenied

@@ -246,3 +246,12 @@ def test_pause_then_resume_and_why_each_node_waits() -> None:
     execution.refresh_from_db()
     assert execution.status == "running"
     assert Event.objects.get(execution=execution, type="workflow_resumed").data["by"] == "otto"
+
+
+@pytest.mark.parametrize("object_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])
+def test_a_malformed_or_unknown_id_is_a_404(object_id: str) -> None:
+    root = client_for("root", superuser=True)
+    base = f"/admin/executions/execution/{object_id}"
+    for url in (f"{base}/change/", f"{base}/live/", f"{base}/do/cancel/"):
+        assert root.get(url).status_code == 404, url
+    assert root.post(f"{base}/do/cancel/").status_code == 404
