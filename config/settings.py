@@ -220,6 +220,11 @@ WORKFLOW_SECRETS = {
 # GET /metrics without a token, for a Prometheus that cannot send one.
 WORKFLOW_METRICS_PUBLIC = _flag("WORKFLOW_METRICS_PUBLIC")
 WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.demo")
+# POST /executions accepts "faults" (executions/engine/faults.py) only where this is 1:
+# for testing functions' idempotency, never in production.
+WORKFLOW_FAULT_INJECTION = _flag("WORKFLOW_FAULT_INJECTION")
+# The most a delay_result_seconds fault may hold back one result.
+WORKFLOW_FAULT_MAX_DELAY_SECONDS = float(os.environ.get("WORKFLOW_FAULT_MAX_DELAY_SECONDS", "60"))
 
 # --- Containment: bounds on work (issue 8) -------------------------------------
 # Read by executions.apps into workflows/dsl/limits.py; each bound names its setting in

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from executions import messages
 from executions.engine.events import Decision, EventType
+from executions.engine.faults import DUPLICATE_DELIVERY
 from executions.engine.nodes import WORKER_TYPES
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
@@ -53,6 +54,13 @@ def _schedule_attempts(
     if rows:
         Attempt.objects.bulk_create(rows, batch_size=500)
         ids = [row.pk for row in rows]
+        # Fault injection: an attempt hit by duplicate_delivery is published twice.
+        twice = {
+            (d.node_id, d.attempt)
+            for d in events
+            if d.type == EventType.FAULT_INJECTED and d.data.get("fault") == DUPLICATE_DELIVERY
+        }
+        ids += [row.pk for row in rows if (row.node_id, row.attempt) in twice]
 
         def publish() -> None:
             for attempt_id in ids:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -38,6 +40,42 @@ class ExecutionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class FaultsSerializer(serializers.Serializer):
+    """Fault injection (only where WORKFLOW_FAULT_INJECTION=1): each fault hits an attempt
+    as decided from (seed, node, attempt), recorded as a fault_injected event."""
+
+    duplicate_delivery = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="Probability an attempt's message is delivered twice.",
+    )
+    crash_after_effect = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="Probability the worker crashes after the effect, before recording the result.",
+    )
+    delay_result_seconds = serializers.FloatField(
+        required=False, min_value=0, help_text="Record each result up to this many seconds late."
+    )
+    seed = StrictIntegerField(required=False, default=0, min_value=0, max_value=MAX_INT32)
+
+    def validate_delay_result_seconds(self, value: float) -> float:
+        limit = float(getattr(settings, "WORKFLOW_FAULT_MAX_DELAY_SECONDS", 60))
+        if value > limit:
+            raise serializers.ValidationError(
+                f"At most {limit:g} (WORKFLOW_FAULT_MAX_DELAY_SECONDS)."
+            )
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        for name, value in attrs.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise serializers.ValidationError({name: ["Must be a finite number."]})
+        return attrs
+
+
 class ExecutionCreateSerializer(serializers.Serializer):
     workflow = WorkflowRefField(help_text="The workflow's id or name.")
     version = StrictIntegerField(
@@ -49,6 +87,22 @@ class ExecutionCreateSerializer(serializers.Serializer):
     start_at = serializers.DateTimeField(
         required=False, help_text="Start no earlier than this (ISO 8601, with an offset)."
     )
+    faults = FaultsSerializer(
+        required=False, help_text="Fault injection; refused unless WORKFLOW_FAULT_INJECTION=1."
+    )
+
+    def validate_faults(self, value: dict[str, Any]) -> dict[str, Any]:
+        if not getattr(settings, "WORKFLOW_FAULT_INJECTION", False):
+            raise serializers.ValidationError(
+                "Fault injection is off on this server (WORKFLOW_FAULT_INJECTION=1 turns it on,"
+                " for testing only)."
+            )
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("faults") is not None and attrs.get("start_at") is not None:
+            raise serializers.ValidationError({"faults": ["Not with start_at."]})
+        return attrs
 
     def validate_start_at(self, value: datetime) -> datetime:
         # As far ahead as a delay node may wait (WORKFLOW_MAX_DELAY_SECONDS).

@@ -83,6 +83,7 @@ class ExecutionListCreate(generics.ListAPIView):
             idempotency_key=key,
             start_at=data.get("start_at"),
             by=request.user.get_username(),
+            faults=data.get("faults"),
         )
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
 

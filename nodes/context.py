@@ -33,6 +33,9 @@ class Claimed:
     lease_seconds: float
     #: The template context at claim time, for secrets that only the worker may resolve.
     context: dict[str, Any] | None = None
+    #: The faults injected into this attempt (executions/engine/faults.py), by name:
+    #: {"crash_after_effect": {...}, "delay_result": {"seconds": s, ...}}. Empty: none.
+    faults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from executions.engine.containment import engine_failure
 from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
+from executions.engine.faults import with_faults
 from executions.engine.fold import apply_event
 from executions.engine.nodes import start_node
 from executions.engine.payloads import (
@@ -85,7 +86,7 @@ def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:
     owned: set[str] = set()
     decisions: list[Decision] = []
     for _ in range(4 * len(definition.nodes) + 16):
-        step = list(_step(definition, working))
+        step = with_faults(list(_step(definition, working)), working)
         if not step:
             return decisions
         for decision in step:

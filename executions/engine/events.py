@@ -32,6 +32,9 @@ class EventType(StrEnum):
     #: A fact: handling this execution raised inside the engine (a bug, or input the
     #: engine could not contain). decide ends the execution failed with that error.
     ENGINE_ERROR = "engine_error"
+    #: A decision, only in fault-injected executions (engine/faults.py): a fault that hits
+    #: the attempt just scheduled.
+    FAULT_INJECTED = "fault_injected"
 
 
 #: At most one of these per (node, attempt): enforced by a database constraint.

@@ -56,6 +56,7 @@ def _workflow_started(state: ExecutionState, event: Event) -> None:
     state.status = ExecutionStatus.RUNNING
     state.input = payload.input
     state.limits = dict(payload.limits) if payload.limits is not None else None
+    state.faults = dict(payload.faults) if payload.faults is not None else None
     state.started_at = event.timestamp
 
 

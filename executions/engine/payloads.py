@@ -46,6 +46,9 @@ class WorkflowStarted(Payload):
     #: The bounds decide reads (workflows/dsl/limits.py DECISION_LIMITS) as they were at
     #: the start: in force for this execution's decisions ever after.
     limits: Mapping[str, float] | None = field(default=None, metadata=_OPTIONAL)
+    #: Fault injection (engine/faults.py): {"duplicate_delivery", "crash_after_effect",
+    #: "delay_result_seconds", "seed"}; absent for every other execution.
+    faults: Mapping[str, Any] | None = field(default=None, metadata=_OPTIONAL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,6 +152,17 @@ class EngineErrorFact(Payload):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FaultInjected(Payload):
+    #: duplicate_delivery, crash_after_effect or delay_result.
+    fault: str = ""
+    seed: int = 0
+    #: The probability that decided it (duplicate_delivery, crash_after_effect).
+    probability: float | None = field(default=None, metadata=_OPTIONAL)
+    #: How much later the result is recorded (delay_result).
+    seconds: float | None = field(default=None, metadata=_OPTIONAL)
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkflowCompleted(Payload):
     output: JSON = None
 
@@ -182,6 +196,7 @@ PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.WORKFLOW_FAILED: WorkflowFailed,
     EventType.WORKFLOW_CANCELLED: Reason,
     EventType.ENGINE_ERROR: EngineErrorFact,
+    EventType.FAULT_INJECTED: FaultInjected,
 }
 
 _CLASSES: set[type[Payload]] = {Payload, *PAYLOADS.values()}

@@ -67,6 +67,8 @@ class ExecutionState:
     #: The bounds recorded in workflow_started, in force for every decision of this
     #: execution (workflows/dsl/limits.py `recorded`); None: a history from before that.
     limits: dict[str, Any] | None = None
+    #: The faults injected into this execution (engine/faults.py); None: none.
+    faults: dict[str, Any] | None = None
 
     def node(self, node_id: str) -> NodeState:
         """The node's state; a node no event has mentioned yet is pending."""

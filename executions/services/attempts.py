@@ -22,6 +22,8 @@ from executions.definitions import definition_for
 from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
+from executions.engine.faults import faults_for
+from executions.engine.payloads import to_json
 from executions.engine.statuses import ExecutionStatus
 from executions.models import Attempt, AttemptStatus
 from executions.services.advance import record_and_decide
@@ -85,6 +87,7 @@ def _claim_into(
         input=state.nodes[node.id].input,
         lease_seconds=lease,
         context=template_context(state) if secret_names(template_of(node)) else None,
+        faults={f.fault: to_json(f) for f in faults_for(state.faults, node.id, attempt)},
     )
 
 
@@ -95,6 +98,17 @@ def attempt_renew(*, attempt_id: int, worker_id: str, lease_seconds: float) -> b
         Attempt.objects.filter(
             pk=attempt_id, status=AttemptStatus.RUNNING, worker_id=worker_id
         ).update(lease_expires_at=now + timedelta(seconds=lease_seconds))
+    )
+
+
+def attempt_abandon(*, attempt_id: int, worker_id: str) -> bool:
+    """Fault injection's crash: the worker lets go of a running attempt without a result,
+    its lease ended now rather than when it would have lapsed, so the sweeper's next pass
+    times it out (and the retry policy decides), as it would after a real crash."""
+    return bool(
+        Attempt.objects.filter(
+            pk=attempt_id, status=AttemptStatus.RUNNING, worker_id=worker_id
+        ).update(lease_expires_at=timezone.now())
     )
 
 

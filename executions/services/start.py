@@ -26,8 +26,12 @@ class IdempotencyConflict(Exception):
     """The Idempotency-Key was used before for a different request."""
 
 
-def _fingerprint(version: WorkflowVersion, input: Any, start_at: datetime | None) -> str:
+def _fingerprint(
+    version: WorkflowVersion, input: Any, start_at: datetime | None, faults: Any = None
+) -> str:
     body = {"version": version.pk, "input": input, "start_at": start_at and start_at.isoformat()}
+    if faults is not None:
+        body["faults"] = faults
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -44,6 +48,7 @@ def execution_start(
     parent_attempt: int | None = None,
     reuse: list[Decision] | None = None,
     by: str = "",
+    faults: dict[str, Any] | None = None,
 ) -> tuple[Execution, bool]:
     """Create and start an execution. Returns (execution, created).
 
@@ -51,8 +56,10 @@ def execution_start(
     engine's own (a schedule's fire, a sub-workflow attempt) and only ever matches the
     engine's: the two namespaces are separate columns. `by`: who started it (a username,
     or the engine's own "schedule:<id>", "parent:<execution id>"), kept for audit.
+    `faults`: fault injection (executions/engine/faults.py), recorded in workflow_started;
+    the API allows it only where WORKFLOW_FAULT_INJECTION=1, and not with start_at.
     """
-    fingerprint = _fingerprint(version, input, start_at)
+    fingerprint = _fingerprint(version, input, start_at, faults)
     existing = _existing(idempotency_key, engine_key, fingerprint)
     if existing is not None:
         return existing, False
@@ -77,7 +84,7 @@ def execution_start(
             if start_at is not None and start_at > timezone.now():
                 _start_later(execution, start_at)
             else:
-                begin(execution, reuse or [])
+                begin(execution, reuse or [], faults=faults)
     except TRANSIENT:
         raise
     except Exception as exc:
@@ -103,7 +110,7 @@ def _failed_start(row: dict[str, Any], exc: Exception) -> Execution:
     return execution
 
 
-def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
+def begin(execution: Execution, reuse: list[Decision] | None = None, *, faults: Any = None) -> None:
     """Append workflow_started (and a replay's reused results), then decide. Inside the lock."""
     started = Decision(
         EventType.WORKFLOW_STARTED,
@@ -116,6 +123,7 @@ def begin(execution: Execution, reuse: list[Decision] | None = None) -> None:
             # The bounds decide reads, as they are now: in force for this execution from
             # here on, whatever the settings say later (workflows/dsl/limits.py).
             "limits": decision_limits(),
+            **({"faults": faults} if faults else {}),
         },
     )
     record_and_advance(execution, [started, *(reuse or [])], source=Source.API)

@@ -29,6 +29,7 @@ from executions.services.attempts import (
 )
 from executions.services.children import child_start
 from executions.services.containment import attempt_boundary
+from executions.worker.faults import crashed_after_effect
 from executions.worker.watchdog import Watchdog
 from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
@@ -149,9 +150,13 @@ def _run_claimed(claimed: Claimed, worker: str, *, claim_next: bool) -> Claimed 
         return None
     try:
         output = execute(claimed, ctx)
+        if claimed.faults and crashed_after_effect(claimed, keeper.lost, worker):
+            return None
     except NodeCancelled:
         return None
     except NodeError as exc:
+        if claimed.faults and crashed_after_effect(claimed, keeper.lost, worker):
+            return None
         if not keeper.lost.is_set():
             record(attempt_fail, attempt_id=attempt_id, worker_id=worker, error=exc.as_dict())
         return None

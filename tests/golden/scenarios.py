@@ -190,3 +190,28 @@ PAUSE = {
         {"id": "after", "type": "function", "function": "std.noop", "depends_on": ["nap", "wait"]},
     ]
 }
+
+
+def faults_seed(node_id: str = "charge") -> int:
+    """A seed under which a crash_after_effect of probability 0.5 hits the node's first
+    attempt and spares its second (executions/engine/faults.py)."""
+    from executions.engine.faults import CRASH_AFTER_EFFECT, draw
+
+    return next(
+        seed
+        for seed in range(10_000)
+        if draw(seed, CRASH_AFTER_EFFECT, node_id, 1) < 0.5
+        and draw(seed, CRASH_AFTER_EFFECT, node_id, 2) >= 0.5
+    )
+
+
+FAULTY = {
+    "nodes": [{"id": "charge", "type": "function", "function": "std.echo", "input": {"amount": 5}}],
+    "retry_policy": FAST_RETRY,
+}
+FAULTS = {
+    "duplicate_delivery": 1.0,
+    "crash_after_effect": 0.5,
+    "delay_result_seconds": 0.3,
+    "seed": faults_seed(),
+}

@@ -178,3 +178,16 @@ def test_record_pause_history(live) -> None:
     done = live.wait(execution.pk)
     assert done.status == "succeeded"
     dump("pause_resume", done, scenarios.PAUSE, "paused while running, resumed")
+
+
+def test_record_fault_injected(live) -> None:
+    """Recorded on its own (`-k fault_injected`), so adding it re-records no other file."""
+    execution = start(scenarios.FAULTY, {}, faults=scenarios.FAULTS)
+    done = live.wait(execution.pk, timeout=60)
+    assert done.status == "succeeded"
+    dump(
+        "fault_injected",
+        done,
+        scenarios.FAULTY,
+        "faults: duplicate delivery, a crash after the effect (attempt 1), delayed results",
+    )
