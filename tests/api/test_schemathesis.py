@@ -40,6 +40,8 @@ REFERENTIAL = [
     "POST /workflows",
     "POST /workflows/{workflow_id}/versions",
     "POST /executions",
+    # version: one of that execution's workflow's versions.
+    "POST /executions/{execution_id}/replay",
     "POST /schedules",
     # at_seq may not pass the end of that execution's log.
     "GET /executions/{execution_id}/state",
