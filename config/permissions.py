@@ -52,6 +52,8 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     # Approval nodes may further name their approvers (executions.services.control).
     "approve": {"POST": (APPROVE,)},
     "reject": {"POST": (APPROVE,)},
+    # A signal is a fact from outside (a webhook, an operator): operating the execution.
+    "signal": {"POST": (OPERATE,)},
     "schedule-list": {"GET": (VIEW_SCHEDULE,), "POST": ("schedules.add_schedule",)},
     "schedule-detail": {
         "GET": (VIEW_SCHEDULE,),

@@ -18,7 +18,7 @@ from config.parsers import query_int
 from executions import store
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
-from executions.services import control, whatif, why
+from executions.services import control, signals, whatif, why
 
 
 class SignalSerializer(serializers.Serializer):
@@ -28,6 +28,12 @@ class SignalSerializer(serializers.Serializer):
         required=False, default=None, allow_null=True, help_text="Any JSON: the node's output."
     )
     comment = StrictCharField(required=False, default="", allow_blank=True, max_length=10_000)
+
+
+class NamedSignalSerializer(serializers.Serializer):
+    data = serializers.JSONField(  # type: ignore[assignment]
+        required=False, default=None, allow_null=True, help_text="Any JSON: the node's output."
+    )
 
 
 class RetrySerializer(serializers.Serializer):
@@ -195,6 +201,23 @@ class TaskWhyView(_ControlView):
     @extend_schema(responses=WhySerializer)
     def get(self, request: Request, execution_id, node_id: str) -> Response:
         return Response(why.why_node(self.execution(execution_id), node_id))
+
+
+class NamedSignalView(_ControlView):
+    @extend_schema(
+        request=NamedSignalSerializer, responses={202: ExecutionSerializer, 409: CONFLICT}
+    )
+    def post(self, request: Request, execution_id, name: str) -> Response:
+        self.execution(execution_id)
+        body = NamedSignalSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        signals.execution_signal(
+            execution_id=execution_id,
+            name=name,
+            data=body.validated_data["data"],
+            by=request.user.get_username(),
+        )
+        return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
 
 
 class StateView(_ControlView):

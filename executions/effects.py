@@ -76,6 +76,9 @@ def _apply_effect(
     if kind == EventType.TIMER_STARTED:
         due = datetime.fromisoformat(event.data["input"]["due_at"])
         start_timer(execution, event.node_id, event.attempt, TimerKind.DELAY, due, outbox)
+    elif kind == EventType.TASK_SCHEDULED and event.data.get("timeout_at"):
+        due = datetime.fromisoformat(event.data["timeout_at"])
+        start_timer(execution, event.node_id, event.attempt, TimerKind.TIMEOUT, due, outbox)
     elif kind == EventType.TASK_RETRY_SCHEDULED:
         due = datetime.fromisoformat(event.data["due_at"])
         attempt = event.data["next_attempt"]

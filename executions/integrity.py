@@ -90,13 +90,16 @@ def expected_attempts(events: Iterable[Event]) -> dict[tuple[str, int], Expected
 
 
 def expected_timers(events: Iterable[Event]) -> dict[tuple[str, int, str], ExpectedTimer]:
-    """(node, attempt, kind) -> the delay and retry Timer rows the log implies."""
+    """(node, attempt, kind) -> the delay, retry and timeout Timer rows the log implies."""
     timers: dict[tuple[str, int, str], ExpectedTimer] = {}
     for event in events:
         node_id = event.node_id or ""
         if event.type == EventType.TIMER_STARTED:
             due = datetime.fromisoformat(event.data["input"]["due_at"])
             timers[(node_id, event.attempt or 0, TimerKind.DELAY)] = ExpectedTimer(due, None)
+        elif event.type == EventType.TASK_SCHEDULED and event.data.get("timeout_at"):
+            due = datetime.fromisoformat(event.data["timeout_at"])
+            timers[(node_id, event.attempt or 0, TimerKind.TIMEOUT)] = ExpectedTimer(due, None)
         elif event.type == EventType.TASK_RETRY_SCHEDULED:
             due = datetime.fromisoformat(event.data["due_at"])
             key = (node_id, event.data["next_attempt"], TimerKind.RETRY)

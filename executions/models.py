@@ -220,6 +220,8 @@ class TimerKind(models.TextChoices):
     RETRY = "retry"
     #: A scheduled start (start_at): fires workflow_started.
     START = "start"
+    #: A waiting node's timeout_seconds (approval, signal): task_scheduled's timeout_at.
+    TIMEOUT = "timeout"
 
 
 class Timer(models.Model):

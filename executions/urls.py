@@ -45,6 +45,11 @@ urlpatterns = [
         "approve",
     ),
     *both(
+        "executions/<uuid:execution_id>/signals/<str:name>",
+        control_views.NamedSignalView.as_view(),
+        "signal",
+    ),
+    *both(
         "executions/<uuid:execution_id>/tasks/<str:node_id>/reject",
         control_views.SignalView.as_view(decision="reject"),
         "reject",

@@ -7,10 +7,9 @@ makes a child ready is decided in the same call).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
-from executions.engine import compensation, maps
+from executions.engine import compensation, maps, waits
 from executions.engine.containment import engine_failure
 from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
@@ -20,15 +19,11 @@ from executions.engine.fold import apply_event
 from executions.engine.nodes import start_node
 from executions.engine.payloads import (
     Reason,
-    SignalReceived,
-    TaskCompleted,
-    TaskFailed,
     TaskRetryScheduled,
     TaskScheduled,
     WorkflowCompleted,
     WorkflowFailed,
     decided,
-    decode,
 )
 from executions.engine.readers import SCHEDULED_TYPE
 from executions.engine.retry import retry_delay, should_retry
@@ -173,13 +168,13 @@ def _attend(definition: Definition, state: ExecutionState) -> Iterator[Decision]
         if current.status == TaskStatus.FAILED:
             yield from _retry(node, current, state)
         elif current.status == TaskStatus.RETRYING and current.retry_due:
-            again = TaskScheduled(input=current.input, type=node.type, retry=True)
+            deadline = waits.deadline(node, state.now)
+            again = TaskScheduled(
+                input=current.input, type=node.type, retry=True, timeout_at=deadline
+            )
             yield decided(EventType.TASK_SCHEDULED, again, node.id, current.attempt + 1)
-        elif current.status == TaskStatus.WAITING and current.timer_fired:
-            waited = TaskCompleted(output={"waited_until": _due_at(current)})
-            yield decided(EventType.TASK_COMPLETED, waited, node.id, current.attempt)
-        elif current.status == TaskStatus.WAITING and current.signal is not None:
-            yield _answer(node.id, current.attempt, current.signal)
+        elif current.status == TaskStatus.WAITING:
+            yield from waits.attend(node, current, state)
 
 
 def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[Decision]:
@@ -202,23 +197,6 @@ def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[De
         error_type=current.error.get("type") if current.error else None,
     )
     yield decided(EventType.TASK_RETRY_SCHEDULED, retry, node.id, current.attempt)
-
-
-def _due_at(current: NodeState) -> str | None:
-    """When a delay node's timer was due: its input is its timer_started input,
-    {"seconds" or "until", "due_at"} (engine/nodes.py)."""
-    timer = current.input
-    return timer.get("due_at") if isinstance(timer, dict) else None
-
-
-def _answer(node_id: str, attempt: int, stored: Mapping[str, Any]) -> Decision:
-    signal = decode(SignalReceived, stored)
-    answer = {"data": signal.data, "comment": signal.comment, "by": signal.by}
-    if signal.decision == "approve":
-        approved = TaskCompleted(output={"approved": True, **answer})
-        return decided(EventType.TASK_COMPLETED, approved, node_id, attempt)
-    error = ErrorRecord("Rejected", "approval rejected", retryable=False, details=answer)
-    return decided(EventType.TASK_FAILED, TaskFailed(error=error), node_id, attempt)
 
 
 def _ready(definition: Definition, state: ExecutionState) -> Iterator[Decision]:

@@ -35,6 +35,8 @@ class EventType(StrEnum):
     #: A decision, only in fault-injected executions (engine/faults.py): a fault that hits
     #: the attempt just scheduled.
     FAULT_INJECTED = "fault_injected"
+    #: An approval node's timeout_seconds passed unanswered: what on_timeout made of it.
+    APPROVAL_TIMED_OUT = "approval_timed_out"
 
 
 #: At most one of these per (node, attempt): enforced by a database constraint.

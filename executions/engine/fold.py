@@ -13,6 +13,7 @@ from datetime import datetime
 
 from executions.engine import payloads as p
 from executions.engine import readers as r
+from executions.engine import waits
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Event, EventType
 from executions.engine.state import ExecutionState, NodeState
@@ -67,6 +68,9 @@ def _task_scheduled(state: ExecutionState, event: Event) -> None:
     node.retry_due = False
     node.next_retry_at = None
     node.error = None
+    # An answer or a timeout belongs to the attempt it came for (an approval may retry).
+    node.signal = None
+    node.timer_fired = False
     # The kind says what scheduling makes of the node (an approval waits for a signal, a
     # map runs in the orchestrator while its items do); a kind this engine does not know
     # (a history from another version) is taken as a worker's.
@@ -155,14 +159,6 @@ def _timer_fired(state: ExecutionState, event: Event) -> None:
         node.timer_fired = True
 
 
-def _signal_received(state: ExecutionState, event: Event) -> None:
-    node = state.node(event.node_id or "")
-    if node.status == TaskStatus.WAITING and node.signal is None:
-        # Kept in its stored form: the state is plain JSON (snapshots); decide reads it
-        # back as a SignalReceived.
-        node.signal = p.to_json(p.decode(p.SignalReceived, event.data, event.payload))
-
-
 def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.status = ExecutionStatus.RUNNING
     state.ended_at = None
@@ -236,7 +232,7 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.TASK_CANCELLED: _task_cancelled,
     EventType.TIMER_STARTED: _timer_started,
     EventType.TIMER_FIRED: _timer_fired,
-    EventType.SIGNAL_RECEIVED: _signal_received,
+    EventType.SIGNAL_RECEIVED: waits.signal_received,
     EventType.RETRY_REQUESTED: _retry_requested,
     EventType.WORKFLOW_CANCEL_REQUESTED: _cancel_requested,
     EventType.WORKFLOW_PAUSED: _paused,

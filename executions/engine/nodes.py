@@ -10,6 +10,7 @@ from collections.abc import Iterator, Set
 from datetime import datetime
 from typing import Any
 
+from executions.engine import waits
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType
 from executions.engine.payloads import (
@@ -63,7 +64,8 @@ def _recorded(
         return decided(
             EventType.TASK_COMPLETED, TaskCompleted(output=start.output), node.id, attempt
         )
-    scheduled = TaskScheduled(input=start.input, type=node.type)
+    deadline = waits.deadline(node, now)
+    scheduled = TaskScheduled(input=start.input, type=node.type, timeout_at=deadline)
     return decided(EventType.TASK_SCHEDULED, scheduled, node.id, attempt)
 
 

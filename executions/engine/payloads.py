@@ -58,6 +58,9 @@ class TaskScheduled(Payload):
     type: str | None = field(default=None, metadata=_OPTIONAL)
     #: Set on a retry's scheduling.
     retry: bool | None = field(default=None, metadata=_OPTIONAL)
+    #: A waiting kind's deadline (approval, signal with timeout_seconds): a timeout timer
+    #: fires then (engine/waits.py).
+    timeout_at: str | None = field(default=None, metadata=_OPTIONAL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,10 +112,21 @@ class TimerFired(Payload):
 
 @dataclass(frozen=True, kw_only=True)
 class SignalReceived(Payload):
+    """An approval's answer (node_id set, `decision`), or a named signal: sent to the
+    execution (no node_id, `name`), then delivered to the node that waits for it."""
+
     decision: str | None = None
     data: JSON = None
     comment: str | None = None
     by: str | None = None
+    name: str | None = field(default=None, metadata=_OPTIONAL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalTimedOut(Payload):
+    #: "reject", "approve" or "fail": what the node's on_timeout made of the silence.
+    on_timeout: str | None = None
+    timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,6 +211,7 @@ PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.WORKFLOW_CANCELLED: Reason,
     EventType.ENGINE_ERROR: EngineErrorFact,
     EventType.FAULT_INJECTED: FaultInjected,
+    EventType.APPROVAL_TIMED_OUT: ApprovalTimedOut,
 }
 
 _CLASSES: set[type[Payload]] = {Payload, *PAYLOADS.values()}

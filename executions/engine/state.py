@@ -69,6 +69,9 @@ class ExecutionState:
     limits: dict[str, Any] | None = None
     #: The faults injected into this execution (engine/faults.py); None: none.
     faults: dict[str, Any] | None = None
+    #: Named signals sent before a node waited for them, oldest first, in their stored
+    #: form (engine/waits.py). Rebound, never mutated in place: forks share it.
+    signals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def node(self, node_id: str) -> NodeState:
         """The node's state; a node no event has mentioned yet is pending."""
@@ -132,7 +135,7 @@ def _flat(value: Any) -> Any:
 
 def _decode(value: Any, key: str | None = None) -> Any:
     if isinstance(value, dict):
-        if key in ("input", "output", "error", "signal", "engine_error"):
+        if key in ("input", "output", "error", "signal", "engine_error", "signals"):
             return value  # user JSON: never reinterpret its strings
         return {k: _decode(item, k) for k, item in value.items()}
     if key in _DATETIME_FIELDS and isinstance(value, str):

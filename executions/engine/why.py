@@ -331,7 +331,7 @@ def _waiting(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
             }
         return
     if node.type == "signal":
-        name = getattr(node.spec, "signal", None)
+        name = getattr(node.spec, "name", None)  # workflows/kinds/signal.py SignalSpec
         yield {
             "code": "waiting_for_signal",
             "message": f"waiting for the signal {name!r}",

@@ -82,7 +82,7 @@ def test_idempotency_key_header_and_typed_bodies() -> None:
     assert node["required"] == ["id", "type"]
     assert node["additionalProperties"] is False
     assert node["properties"]["type"]["enum"] == [
-        "function", "http", "delay", "approval", "workflow", "map"
+        "function", "http", "delay", "approval", "workflow", "map", "signal"
     ]  # fmt: skip
     limits = schema["paths"]["/executions"]["get"]["parameters"]
     limit = next(p for p in limits if p["name"] == "limit")

@@ -215,3 +215,25 @@ FAULTS = {
     "delay_result_seconds": 0.3,
     "seed": faults_seed(),
 }
+
+#: An unanswered approval that on_timeout approves: approval_timed_out.
+APPROVAL_TIMEOUT = {
+    "nodes": [
+        {"id": "sign_off", "type": "approval", "timeout_seconds": 1, "on_timeout": "approve"},
+        {
+            "id": "ship",
+            "type": "function",
+            "function": "std.echo",
+            "depends_on": ["sign_off"],
+            "input": "{{ nodes.sign_off.output.timed_out }}",
+        },
+    ]
+}
+
+#: A named signal sent before its node waits (kept), then delivered: the signal node.
+SIGNAL = {
+    "nodes": [
+        {"id": "gate", "type": "approval"},
+        {"id": "paid", "type": "signal", "signal": "payment", "depends_on": ["gate"]},
+    ]
+}

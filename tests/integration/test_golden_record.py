@@ -20,6 +20,7 @@ import pytest
 
 from executions.models import Event, Execution, Task
 from executions.services import control
+from executions.services.signals import execution_signal
 from tests.factories import make_version, start
 from tests.golden import scenarios
 from tests.integration.engine import wait_for
@@ -191,3 +192,14 @@ def test_record_fault_injected(live) -> None:
         scenarios.FAULTY,
         "faults: duplicate delivery, a crash after the effect (attempt 1), delayed results",
     )
+
+
+def test_record_waits(live) -> None:
+    """Flow and time: approval_timed_out, and a signal node fed a signal sent early."""
+    run(live, "approval_timeout", scenarios.APPROVAL_TIMEOUT, "approval on_timeout approve")
+    execution = start(scenarios.SIGNAL)
+    wait_for(execution, "gate", "waiting")
+    execution_signal(execution_id=execution.pk, name="payment", data={"n": 1}, by="golden")
+    control.signal_send(execution_id=execution.pk, node_id="gate", decision="approve")
+    done = live.wait(execution.pk)
+    dump("signal", done, scenarios.SIGNAL, "a named signal kept, then delivered to its node")

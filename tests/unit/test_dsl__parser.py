@@ -801,6 +801,7 @@ def test_every_type_has_a_minimal_valid_form(node_type: str) -> None:
         "approval": {},
         "workflow": {"workflow": "child"},
         "map": {"items": "input.xs", "node": body_fn()},
+        "signal": {"signal": "paid"},
     }
     minimal = minimal_forms[node_type]
     assert parse_definition(defn(node("a", node_type, **minimal))).nodes[0].type == node_type

@@ -22,7 +22,7 @@ from workflows.dsl.model import NodeBody, RetryPolicy
 from workflows.kinds import all_kinds, get_kind, register, unregister
 from workflows.kinds.base import Complete, NodeKind
 
-BUILTIN = ("function", "http", "delay", "approval", "workflow", "map")
+BUILTIN = ("function", "http", "delay", "approval", "workflow", "map", "signal")
 
 
 class NoopKind(NodeKind):

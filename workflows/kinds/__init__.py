@@ -23,9 +23,17 @@ _registry: dict[str, NodeKind] = {}
 
 
 def _builtins() -> tuple[NodeKind, ...]:
-    from workflows.kinds import approval, delay, function, http, map, workflow
+    from workflows.kinds import approval, delay, function, http, map, signal, workflow
 
-    return (function.KIND, http.KIND, delay.KIND, approval.KIND, workflow.KIND, map.KIND)
+    return (
+        function.KIND,
+        http.KIND,
+        delay.KIND,
+        approval.KIND,
+        workflow.KIND,
+        map.KIND,
+        signal.KIND,
+    )
 
 
 def _kinds() -> dict[str, NodeKind]:

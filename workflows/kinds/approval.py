@@ -23,14 +23,21 @@ class ApprovalSpec:
     #: Who may answer ("group:<name>", "user:<username>"); None: anyone with the
     #: executions.approve_task permission.
     approvers: tuple[str, ...] | None = None
+    #: What timeout_seconds without an answer makes of the node: "reject" (it fails as if
+    #: rejected), "approve", or "fail" (task_timed_out: its retry_policy may wait again).
+    on_timeout: str = "reject"
+
+
+ON_TIMEOUT = ("reject", "approve", "fail")
 
 
 class ApprovalKind(NodeKind):
     name = "approval"
-    fields = ("approvers",)
+    fields = ("approvers", "on_timeout")
     article = "an"
     scheduled_status = "waiting"
     approvable = True
+    times_out_waiting = True
     schema: ClassVar[Mapping[str, Any]] = {
         "approvers": {
             "type": "array",
@@ -40,14 +47,28 @@ class ApprovalKind(NodeKind):
                 "pattern": f"^{APPROVER.pattern.removesuffix(chr(92) + 'Z')}$",
             },
             "description": 'approval: who may answer, e.g. ["group:finance", "user:ada"].',
-        }
+        },
+        "on_timeout": {
+            "type": "string",
+            "enum": list(ON_TIMEOUT),
+            "description": "approval: what timeout_seconds without an answer does "
+            "(default reject).",
+        },
     }
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     ) -> ApprovalSpec:
+        on_timeout = raw.get("on_timeout", "reject")
+        if on_timeout not in ON_TIMEOUT:
+            c.add(
+                f"must be one of {', '.join(ON_TIMEOUT)} (got {on_timeout!r})",
+                node=place.scope.node,
+                field=place.prefix + "on_timeout",
+            )
+            on_timeout = "reject"
         if "approvers" not in raw:
-            return ApprovalSpec()
+            return ApprovalSpec(on_timeout=on_timeout)
         value = raw["approvers"]
         if (
             not isinstance(value, list)
@@ -60,8 +81,8 @@ class ApprovalKind(NodeKind):
                 node=place.scope.node,
                 field=place.prefix + "approvers",
             )
-            return ApprovalSpec()
-        return ApprovalSpec(tuple(value))
+            return ApprovalSpec(on_timeout=on_timeout)
+        return ApprovalSpec(tuple(value), on_timeout)
 
 
 KIND = ApprovalKind()

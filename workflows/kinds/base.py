@@ -87,6 +87,9 @@ class NodeKind:
     fans_out: ClassVar[bool] = False
     #: It waits for approve/reject (POST .../approve, .../reject).
     approvable: ClassVar[bool] = False
+    #: It waits in the orchestrator for an answer, and its `timeout_seconds` bounds that
+    #: wait with a durable timer (executions/engine/waits.py) instead of a worker's clock.
+    times_out_waiting: ClassVar[bool] = False
     #: Its worker starts a child execution and parks the attempt until the child ends
     #: (executions/services/children.py), instead of calling an executor.
     starts_child: ClassVar[bool] = False

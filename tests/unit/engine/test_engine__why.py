@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from executions.engine.events import EventType, Source
 from executions.engine.why import EXECUTION_RULES, NODE_RULES, Rows, why, why_node
 from tests.unit.engine.sim import Run
@@ -11,6 +9,7 @@ from tests.unit.engine.strategies import ITEM_BODY
 from tests.unit.engine.test_engine__engine_error import ECHO, FAN
 from workflows.dsl import Definition, Node
 from workflows.kinds.map import MapSpec
+from workflows.kinds.signal import SignalSpec
 
 ERROR = {"type": "Boom", "message": "x", "retryable": False}
 
@@ -73,13 +72,7 @@ def test_map_items_beyond_max_parallel_wait_for_a_slot() -> None:
     assert item["reasons"][0]["limit"] == 1
 
 
-@dataclass(frozen=True)
-class SignalSpec:
-    signal: str
-
-
 def test_a_signal_node_waits_for_its_signal() -> None:
-    """The signal kind is a later feature: its waiting reason is ready for it."""
     node = Node(id="s", type="signal", spec=SignalSpec("go"))
     run = Run(Definition(nodes=(Node(id="a", type="function", spec=ECHO),)), seed=1)
     run.start({})
