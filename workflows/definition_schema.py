@@ -97,6 +97,10 @@ DEFINITION = {
             },
             "retry_policy": {"$ref": "#/components/schemas/RetryPolicy"},
             "output": ANY_JSON,
+            "compensate_on_cancel": {
+                "type": "boolean",
+                "description": "A cancel runs the compensations of succeeded nodes first.",
+            },
             "secrets": {
                 "type": "array",
                 "description": "The only secrets this workflow may use as {{ secrets.NAME }}.",

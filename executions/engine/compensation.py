@@ -22,6 +22,22 @@ def task_id(node_id: str) -> str:
     return f"{node_id}{COMPENSATION_SUFFIX}"
 
 
+def is_task(node_id: str) -> bool:
+    return node_id.endswith(COMPENSATION_SUFFIX)
+
+
+def undone(definition: Definition, state: ExecutionState) -> list[str]:
+    """Nodes whose compensation has started: an operator's retry runs them again rather
+    than count their undone results as succeeded."""
+    return [
+        n.id
+        for n in definition.nodes
+        if n.compensation is not None
+        and state.nodes.get(task_id(n.id)) is not None
+        and state.nodes[task_id(n.id)].status != TaskStatus.PENDING
+    ]
+
+
 def to_undo(definition: Definition, state: ExecutionState) -> list[str]:
     """Succeeded nodes with a compensation, latest completion first."""
     done = [

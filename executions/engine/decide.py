@@ -7,7 +7,7 @@ makes a child ready is decided in the same call).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from executions.engine import compensation, maps, waits
 from executions.engine.containment import engine_failure
@@ -125,7 +125,10 @@ def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
 
 def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
     cancelled = False
+    saga = definition.compensate_on_cancel
     for node in maps.all_nodes(definition, state):
+        if saga and compensation.is_task(node.id):
+            continue  # the undoing the cancel waits for
         current = state.node(node.id)
         if current.status in (TaskStatus.PENDING, TaskStatus.FAILED, *_ACTIVE):
             if current.status == TaskStatus.FAILED and failed_for_good(node, current):
@@ -137,8 +140,19 @@ def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]
                 attempt = current.attempt + 1
             reason = Reason(reason="execution cancelled")
             yield decided(EventType.TASK_CANCELLED, reason, node.id, attempt)
-    if not cancelled:
-        yield decided(EventType.WORKFLOW_CANCELLED, Reason(reason="cancel requested"))
+    if cancelled:
+        return
+    if saga:
+        undo = list(_attend(definition, state, compensation.tasks(definition, state)))
+        if not undo:
+            context = template_context(state)
+            undo, settled = compensation.next_step(definition, state, context, state.now)
+            if settled:
+                reason = Reason(reason="cancel requested; compensated")
+                yield decided(EventType.WORKFLOW_CANCELLED, reason)
+        yield from undo
+        return
+    yield decided(EventType.WORKFLOW_CANCELLED, Reason(reason="cancel requested"))
 
 
 _ACTIVE = (TaskStatus.SCHEDULED, TaskStatus.RUNNING, TaskStatus.RETRYING, TaskStatus.WAITING)
@@ -157,11 +171,13 @@ _QUIET = frozenset(
 )
 
 
-def _attend(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
-    """One pass over started nodes: failures to retry, retry timers that fired, delay
-    timers that fired, approvals that were answered."""
+def _attend(
+    definition: Definition, state: ExecutionState, only: Iterable[Node] | None = None
+) -> Iterator[Decision]:
+    """One pass over started nodes (or `only` these): failures to retry, retry timers that
+    fired, delay timers that fired, approvals that were answered."""
     nodes = state.nodes
-    for node in maps.all_nodes(definition, state):
+    for node in maps.all_nodes(definition, state) if only is None else only:
         current = nodes.get(node.id)
         if current is None or current.status in _QUIET:
             continue

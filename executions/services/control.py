@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from executions import messages, store
 from executions.definitions import definition_for
+from executions.engine import compensation
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
@@ -161,7 +162,8 @@ RETRYABLE_NODE = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.SKIPPED)
 def execution_retry(
     *, execution_id: UUID | str, node_id: str | None = None, by: str = ""
 ) -> Execution:
-    """Run failed or cancelled nodes again, with their downstream, in the same history."""
+    """Run failed or cancelled nodes again, with their downstream, in the same history;
+    nodes a compensation undid run again as well."""
     with transaction.atomic():
         execution = store.lock_execution(execution_id)
         if execution.status not in (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED):
@@ -183,8 +185,13 @@ def execution_retry(
                 for n in definition.nodes
                 if state.node(n.id).status in (TaskStatus.FAILED, TaskStatus.CANCELLED)
             ]
+        # Undone nodes run again too (their results no longer hold), and so may their
+        # compensations if this run fails in turn.
+        undone = compensation.undone(definition, state)
+        targets += undone
         reset = set().union(*(definition.downstream_of(t) for t in targets)) if targets else set()
         nodes = [n.id for n in definition.nodes if n.id in reset]
+        nodes += [compensation.task_id(node) for node in undone]
         # A map runs all its items again: their old results belong to the old run.
         nodes += [
             item

@@ -83,6 +83,9 @@ class Definition:
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     #: Template for the execution's output; None means the outputs of the sink nodes.
     output: JSON = None
+    #: A cancel undoes succeeded nodes too (their `compensation`s, latest first) before the
+    #: execution ends cancelled.
+    compensate_on_cancel: bool = False
 
     @cached_property
     def by_id(self) -> Mapping[str, Node]:

@@ -21,7 +21,7 @@ from workflows.dsl.policy import parse_policy
 from workflows.dsl.problems import DefinitionError, Problem
 from workflows.dsl.references import check_bare, check_declared_secrets, check_templates
 
-TOP_FIELDS = ("nodes", "retry_policy", "output", "secrets")
+TOP_FIELDS = ("nodes", "retry_policy", "output", "secrets", "compensate_on_cancel")
 NODE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _NODE_EXAMPLE = '{"id": "a", "type": "function", "function": "std.echo"}'
 
@@ -95,7 +95,15 @@ def _definition(c: Collector, raw: object) -> Definition | None:
         )
     _check_references(c, parents, ids)
     check_declared_secrets(c, top)
-    return Definition(nodes=nodes, retry_policy=policy, output=top.get("output"))
+    saga = top.get("compensate_on_cancel", False)
+    if not isinstance(saga, bool):
+        c.add(
+            f"must be true or false (got {describe(saga)})", node=None, field="compensate_on_cancel"
+        )
+        saga = False
+    return Definition(
+        nodes=nodes, retry_policy=policy, output=top.get("output"), compensate_on_cancel=saga
+    )
 
 
 def _small_enough(c: Collector, raw: object) -> bool:
