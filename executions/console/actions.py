@@ -27,37 +27,56 @@ from executions.definitions import definition_for
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Task
 from executions.services import control
+from executions.services.signals import execution_signal, signal_names
 
 
-class NodeChoice(forms.Form):
+class ChoiceForm(forms.Form):
+    """A form whose field `choose` offers choices known only per execution."""
+
+    choose = ""
+
+    def __init__(self, *args: Any, choices: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields[self.choose]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = choices
+
+
+def _data_field(what: str) -> forms.JSONField:
+    return forms.JSONField(
+        label="Data",
+        required=False,
+        help_text=f"Optional JSON: the {what} node's output.",
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+
+class NodeChoice(ChoiceForm):
     """An optional node of the execution (retry one node, replay from one node)."""
 
+    choose = "node"
     node = forms.ChoiceField(required=False)
 
-    def __init__(self, *args: Any, nodes: list[str], blank: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        field = self.fields["node"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [("", blank), *((n, n) for n in nodes)]
 
+class SignalForm(ChoiceForm):
+    """Approve or reject: which waiting approval node, with a comment and data."""
 
-class SignalForm(forms.Form):
+    choose = "node"
     node = forms.ChoiceField()
     comment = forms.CharField(
         required=False, max_length=10_000, widget=forms.Textarea(attrs={"rows": 3})
     )
-    payload = forms.JSONField(
-        label="Data",
-        required=False,
-        help_text="Optional JSON: the approval node's output.",
-        widget=forms.Textarea(attrs={"rows": 2}),
-    )
+    payload = _data_field("approval")
 
-    def __init__(self, *args: Any, nodes: list[str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        field = self.fields["node"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [(n, n) for n in nodes]
+
+class NamedSignalForm(ChoiceForm):
+    choose = "name"
+    name = forms.ChoiceField()
+    payload = _data_field("signal")
+
+
+def _pairs(values: list[str]) -> list[tuple[str, str]]:
+    return [(v, v) for v in values]
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,15 @@ def _resume(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, E
     return "Resumed: the execution goes on where it stopped.", execution
 
 
+def _signal_names(execution: Execution) -> list[str]:
+    return sorted(signal_names(definition_for(execution.version_id)))
+
+
+def _send_signal(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+    execution_signal(execution_id=execution.pk, name=data["name"], data=data.get("payload"), by=by)
+    return f"Signal {data['name']} sent.", execution
+
+
 def _signal(decision: str) -> Callable[[Execution, dict[str, Any], str], tuple[str, Execution]]:
     def run(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
         control.signal_send(
@@ -156,19 +184,21 @@ def _signal(decision: str) -> Callable[[Execution, dict[str, Any], str], tuple[s
 
 def _retry_form(execution: Execution, data: Any, node: str) -> forms.Form:
     nodes = node_ids(execution, statuses=control.RETRYABLE_NODE)
-    return NodeChoice(
-        data, nodes=nodes, blank="every failed or cancelled node", initial={"node": node}
-    )
+    choices = [("", "every failed or cancelled node"), *_pairs(nodes)]
+    return NodeChoice(data, choices=choices, initial={"node": node})
 
 
 def _replay_form(execution: Execution, data: Any, node: str) -> forms.Form:
-    return NodeChoice(
-        data, nodes=node_ids(execution), blank="the start (run every node)", initial={"node": node}
-    )
+    choices = [("", "the start (run every node)"), *_pairs(node_ids(execution))]
+    return NodeChoice(data, choices=choices, initial={"node": node})
 
 
 def _signal_form(execution: Execution, data: Any, node: str) -> forms.Form:
-    return SignalForm(data, nodes=waiting_approvals(execution), initial={"node": node})
+    return SignalForm(data, choices=_pairs(waiting_approvals(execution)), initial={"node": node})
+
+
+def _named_signal_form(execution: Execution, data: Any, node: str) -> forms.Form:
+    return NamedSignalForm(data, choices=_pairs(_signal_names(execution)))
 
 
 ACTIONS: dict[str, Action] = {
@@ -224,6 +254,16 @@ ACTIONS: dict[str, Action] = {
             lambda e: e.status == ExecutionStatus.PAUSED,
             None,
             _resume,
+        ),
+        Action(
+            "signal",
+            "Send signal",
+            "Record a named signal: the signal node waiting for that name (now or later) "
+            "succeeds with the data as its output.",
+            OPERATE,
+            lambda e: e.status not in EXECUTION_TERMINAL and bool(_signal_names(e)),
+            _named_signal_form,
+            _send_signal,
         ),
         Action(
             "approve",

@@ -255,3 +255,21 @@ def test_a_malformed_or_unknown_id_is_a_404(object_id: str) -> None:
     for url in (f"{base}/change/", f"{base}/live/", f"{base}/do/cancel/"):
         assert root.get(url).status_code == 404, url
     assert root.post(f"{base}/do/cancel/").status_code == 404
+
+
+def test_send_a_named_signal() -> None:
+    execution = start({"nodes": [{"id": "hook", "type": "signal", "signal": "go"}]})
+    operator = client_for("otto", "viewer", "operator")
+    assert 'data-action="signal"' in operator.get(page_of(execution)).content.decode()
+    assert client_for("viewer", "viewer").post(act(execution, "signal")).status_code == 403
+    bad = operator.post(act(execution, "signal"), {"name": "go", "payload": "{not json"})
+    assert "Enter a valid JSON" in bad.content.decode()
+    done = operator.post(
+        act(execution, "signal"), {"name": "go", "payload": '{"n": 1}'}, follow=True
+    )
+    assert "Signal go sent." in done.content.decode()
+    execution.refresh_from_db()
+    assert execution.status == "succeeded"
+    signal = Event.objects.get(execution=execution, type="signal_received", node_id=None)
+    assert signal.data["by"] == "otto"
+    assert signal.data["data"] == {"n": 1}
