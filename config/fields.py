@@ -43,6 +43,15 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """Text only: DRF's UUIDField takes an integer (and so false, true) as UUID(int=...)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 @extend_schema_field(
     {
         "oneOf": [

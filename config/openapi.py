@@ -51,6 +51,14 @@ def query_parameter(name: str, description: str, **schema: Any) -> OpenApiParame
 
 
 class AutoSchema(SpectacularAutoSchema):
+    def _get_request_body(self, direction: Literal["request", "response"] = "request") -> Any:
+        body = super()._get_request_body(direction)
+        # A body given as a raw JSON Schema (a oneOf a serializer cannot express) is taken
+        # as optional; a view that needs it says so.
+        if body is not None and getattr(self.view, "request_body_required", False):
+            body["required"] = True
+        return body
+
     def _get_response_bodies(
         self, direction: Literal["request", "response"] = "response"
     ) -> dict[str, Any]:

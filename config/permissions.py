@@ -46,6 +46,8 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "task-why": {"GET": (VIEW_EXECUTION,)},
     "cancel": {"POST": (OPERATE,)},
     "pause": {"POST": (OPERATE,)},
+    "bulk-cancel": {"POST": (OPERATE,)},
+    "bulk-retry": {"POST": (OPERATE,)},
     "resume": {"POST": (OPERATE,)},
     "retry": {"POST": (OPERATE,)},
     "replay": {"POST": (OPERATE,)},

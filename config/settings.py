@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "django_filters",
     "drf_spectacular",
     # Swagger UI and Redoc served from the package (/docs, /redoc): no CDN.
     "drf_spectacular_sidecar",
@@ -292,6 +293,9 @@ WORKFLOW_API_MAX_PAGE_SIZE = int(os.environ.get("WORKFLOW_API_MAX_PAGE_SIZE", "5
 WORKFLOW_API_MAX_LOG_PAGE_SIZE = int(os.environ.get("WORKFLOW_API_MAX_LOG_PAGE_SIZE", "5000"))
 # How many of a node's latest attempts and events GET .../tasks/{node_id} includes.
 WORKFLOW_API_TASK_DETAIL_ITEMS = int(os.environ.get("WORKFLOW_API_TASK_DETAIL_ITEMS", "100"))
+# Most executions one POST /executions/bulk/cancel|retry may act on (ids given or matched
+# by its filter); past it the request is a 400. Each is a transaction of its own.
+WORKFLOW_BULK_MAX_EXECUTIONS = int(os.environ.get("WORKFLOW_BULK_MAX_EXECUTIONS", "1000"))
 
 # --- Trust: permissions, secrets, safe defaults (issue 9) ----------------------
 # Compact JSON bytes of one recorded output or error; past it the node fails with

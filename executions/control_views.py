@@ -3,6 +3,9 @@ point-in-time state."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -12,13 +15,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.fields import MAX_INT32, StrictBooleanField, StrictCharField, StrictIntegerField
+from config.fields import (
+    MAX_INT32,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictUUIDField,
+)
 from config.openapi import CONFLICT, query_parameter
 from config.parsers import query_int
 from executions import store
+from executions.engine.statuses import ExecutionStatus, values
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
-from executions.services import control, signals, whatif, why
+from executions.services import bulk, control, signals, whatif, why
 
 
 class SignalSerializer(serializers.Serializer):
@@ -248,3 +258,113 @@ class StateView(_ControlView):
         body = state.to_dict()
         body["at_seq"] = at_seq
         return Response(body)
+
+
+class BulkFilterSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=values(ExecutionStatus), required=False)
+    workflow = StrictCharField(required=False, max_length=100, help_text="Its id or name.")
+    created_after = serializers.DateTimeField(required=False, help_text="At or after.")
+    created_before = serializers.DateTimeField(required=False, help_text="Before.")
+    has_failed_nodes = StrictBooleanField(required=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise ValidationError(
+                    f"Unknown filter keys {unknown}; known: {sorted(self.fields)}."
+                )
+        return super().to_internal_value(data)
+
+
+class BulkSerializer(serializers.Serializer):
+    ids = serializers.ListField(
+        child=StrictUUIDField(),
+        required=False,
+        max_length=settings.WORKFLOW_BULK_MAX_EXECUTIONS,
+        help_text="These executions (at most WORKFLOW_BULK_MAX_EXECUTIONS).",
+    )
+    filter = BulkFilterSerializer(
+        required=False,
+        help_text="The executions this matches, as GET /executions filters them (at most "
+        "WORKFLOW_BULK_MAX_EXECUTIONS of them, else a 400).",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if ("ids" in attrs) == ("filter" in attrs):
+            raise ValidationError("Give either ids or filter (not both, not neither).")
+        return attrs
+
+
+class BulkSkippedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    reason = serializers.CharField(help_text="No such execution, or why the action was refused.")
+
+
+class BulkResultSerializer(serializers.Serializer):
+    matched = serializers.IntegerField(help_text="Executions the ids or the filter found.")
+    accepted = serializers.IntegerField()
+    skipped = BulkSkippedSerializer(many=True)
+
+
+def _bulk_request_schema() -> dict[str, Any]:
+    """The body as JSON Schema: exactly one of ids and filter (a serializer cannot say so)."""
+    statuses = {"type": "string", "enum": values(ExecutionStatus)}
+    moment = {"type": "string", "format": "date-time"}
+    filter_ = {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "The executions this matches, as GET /executions filters them.",
+        "properties": {
+            "status": statuses,
+            "workflow": {"type": "string", "minLength": 1, "maxLength": 100},
+            "created_after": moment,
+            "created_before": moment,
+            "has_failed_nodes": {"type": "boolean"},
+        },
+    }
+    ids = {
+        "type": "array",
+        "items": {"type": "string", "format": "uuid"},
+        "maxItems": settings.WORKFLOW_BULK_MAX_EXECUTIONS,
+    }
+    return {
+        "oneOf": [
+            {
+                "type": "object",
+                "required": ["ids"],
+                "properties": {"ids": ids},
+                "not": {"required": ["filter"]},
+            },
+            {
+                "type": "object",
+                "required": ["filter"],
+                "properties": {"filter": filter_},
+                "not": {"required": ["ids"]},
+            },
+        ],
+        "description": "ids or filter; at most WORKFLOW_BULK_MAX_EXECUTIONS executions.",
+    }
+
+
+class BulkView(APIView):
+    """cancel or retry, for many executions: each through its own service and transaction."""
+
+    action = "cancel"
+    #: config.openapi: the body given as a JSON Schema is required all the same.
+    request_body_required = True
+
+    @extend_schema(
+        request={"application/json": _bulk_request_schema()},
+        responses={202: BulkResultSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        body = BulkSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = bulk.bulk_apply(
+            self.action,
+            ids=body.validated_data.get("ids"),
+            filter=body.validated_data.get("filter"),
+            by=request.user.get_username(),
+        )
+        return Response(result, status=202)

@@ -11,6 +11,8 @@ def both(route: str, view, name: str) -> list:
 
 urlpatterns = [
     *both("executions", views.ExecutionListCreate.as_view(), "execution-list"),
+    *both("executions/bulk/cancel", control_views.BulkView.as_view(action="cancel"), "bulk-cancel"),
+    *both("executions/bulk/retry", control_views.BulkView.as_view(action="retry"), "bulk-retry"),
     *both("executions/<uuid:execution_id>", views.ExecutionDetail.as_view(), "execution-detail"),
     *both("executions/<uuid:execution_id>/tasks", views.TaskList.as_view(), "task-list"),
     *both(

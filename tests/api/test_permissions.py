@@ -73,6 +73,8 @@ def requests(world: dict[str, Any]) -> dict[str, tuple[str, str, Any]]:
         "pause": ("post", f"{e}/pause", None),
         "resume": ("post", f"{e}/resume", None),
         "replay": ("post", f"{e}/replay", {}),
+        "bulk cancel": ("post", "/executions/bulk/cancel", {"ids": [str(uuid.UUID(int=0))]}),
+        "bulk retry": ("post", "/executions/bulk/retry", {"ids": [str(uuid.UUID(int=0))]}),
         "approve": ("post", f"{e}/tasks/review/approve", {}),
         "cancel": ("post", f"/executions/{world['other'].pk}/cancel", None),
         "list schedules": ("get", "/schedules", None),
@@ -103,7 +105,8 @@ READS = {
 #: What each role may do beyond reading (every role reads).
 ALLOWED: dict[str, set[str]] = {
     "viewer": READS,
-    "operator": READS | {"start", "replay", "cancel", "pause", "resume"},
+    "operator": READS
+    | {"start", "replay", "cancel", "pause", "resume", "bulk cancel", "bulk retry"},
     "approver": READS | {"approve"},
     "author": READS
     | {"create workflow", "add version", "create schedule", "pause schedule", "delete schedule"},
