@@ -322,21 +322,26 @@ def _failed(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
 
 def _waiting(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
     kind = get_kind(node.type)
+    # An approval's or a signal's timeout_seconds: its unfired timer (None: none set).
+    timeout_at = _iso(scene.rows.timers.get(node.id))
     if kind is not None and kind.approvable:
         if current.signal is None:
             yield {
                 "code": "waiting_for_approval",
                 "message": "waiting for POST .../approve or .../reject",
                 "approvers": list(getattr(node.spec, "approvers", ()) or ()),
+                "timeout_at": timeout_at,
             }
         return
     if node.type == "signal":
         name = getattr(node.spec, "name", None)  # workflows/kinds/signal.py SignalSpec
-        yield {
-            "code": "waiting_for_signal",
-            "message": f"waiting for the signal {name!r}",
-            "signal": name,
-        }
+        if current.signal is None:
+            yield {
+                "code": "waiting_for_signal",
+                "message": f"waiting for POST .../signals/{name}",
+                "signal": name,
+                "timeout_at": timeout_at,
+            }
         return
     timer = current.input if isinstance(current.input, dict) else {}
     due = timer.get("due_at") or _iso(scene.rows.timers.get(node.id))

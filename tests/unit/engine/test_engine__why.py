@@ -77,9 +77,15 @@ def test_a_signal_node_waits_for_its_signal() -> None:
     run = Run(Definition(nodes=(Node(id="a", type="function", spec=ECHO),)), seed=1)
     run.start({})
     run.state.node("s").status = "waiting"
-    entry = why_node(Definition(nodes=(node,)), run.state, Rows(), "s")
+    due = run.clock
+    entry = why_node(Definition(nodes=(node,)), run.state, Rows(timers={"s": due}), "s")
     assert entry["reasons"] == [
-        {"code": "waiting_for_signal", "message": "waiting for the signal 'go'", "signal": "go"}
+        {
+            "code": "waiting_for_signal",
+            "message": "waiting for POST .../signals/go",
+            "signal": "go",
+            "timeout_at": due.isoformat(),
+        }
     ]
 
 
