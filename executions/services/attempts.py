@@ -161,6 +161,24 @@ def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> b
     )[0]
 
 
+def attempt_stalled(*, attempt_id: int, worker_id: str, seconds: float) -> bool:
+    """The worker's verdict on its own attempt whose function made no progress (called
+    ctx.heartbeat()) for heartbeat_timeout_seconds, though its process is alive."""
+    message = (
+        f"no ctx.heartbeat() for {seconds:g} s (heartbeat_timeout_seconds): "
+        "the function made no progress"
+    )
+    error = ErrorRecord(type="HeartbeatTimeout", message=message, retryable=True).to_json()
+    return _finish(
+        attempt_id,
+        worker_id,
+        AttemptStatus.TIMED_OUT,
+        EventType.TASK_TIMED_OUT,
+        {"error": error},
+        Source.WORKER,
+    )[0]
+
+
 def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
     """The sweeper's verdict on an attempt whose lease or deadline passed, and still has:
     a renewal that came in since the sweeper looked wins (its worker is alive)."""

@@ -26,6 +26,7 @@ from executions.services.attempts import (
     attempt_complete_and_claim_next,
     attempt_fail,
     attempt_renew,
+    attempt_stalled,
 )
 from executions.services.children import child_start
 from executions.services.containment import attempt_boundary
@@ -48,13 +49,49 @@ def worker_id() -> str:
 
 
 class LeaseKeeper(threading.Thread):
-    """Renews the lease in the background; a refused renewal means: stop, record nothing."""
+    """Renews the lease in the background; a refused renewal means: stop, record nothing.
 
-    def __init__(self, claimed: Claimed, worker: str):
+    With `progress_seconds` (a function's heartbeat_timeout_seconds), the lease says only
+    that the process lives: when the function has not called ctx.heartbeat() (`beat`) for
+    that long, the keeper records the attempt timed out itself, stops, and calls
+    `on_stall` (the watchdog then frees the process slot if the function does not return).
+    """
+
+    def __init__(
+        self,
+        claimed: Claimed,
+        worker: str,
+        *,
+        progress_seconds: float | None = None,
+        on_stall: Callable[[], None] | None = None,
+    ):
         super().__init__(name=f"lease-{claimed.attempt_id}", daemon=True)
         self.claimed, self.worker = claimed, worker
         self.lost = threading.Event()
         self.done = threading.Event()
+        self.progress_seconds, self.on_stall = progress_seconds, on_stall
+        self.last_progress = time.monotonic()
+
+    def beat(self) -> bool:
+        """ctx.heartbeat(): the function made progress. Renews the lease now."""
+        if self.lost.is_set():
+            return False
+        self.last_progress = time.monotonic()
+        return self.renew()
+
+    def stalled(self) -> bool:
+        if self.progress_seconds is None:
+            return False
+        return time.monotonic() - self.last_progress > self.progress_seconds
+
+    def stall(self) -> None:
+        seconds = self.progress_seconds or 0.0
+        self.lost.set()  # from now on ctx.heartbeat() raises NodeCancelled
+        recorded = attempt_stalled(
+            attempt_id=self.claimed.attempt_id, worker_id=self.worker, seconds=seconds
+        )
+        if recorded and self.on_stall is not None:
+            self.on_stall()
 
     def renew(self) -> bool:
         try:
@@ -78,8 +115,13 @@ class LeaseKeeper(threading.Thread):
 
     def run(self) -> None:
         interval = max(0.2, self.claimed.lease_seconds / 3)
+        if self.progress_seconds is not None:
+            interval = min(interval, max(0.2, self.progress_seconds / 4))
         try:
             while not self.done.wait(interval):
+                if self.stalled():
+                    self.stall()
+                    return
                 if not self.renew():
                     return
         except Exception:
@@ -88,6 +130,12 @@ class LeaseKeeper(threading.Thread):
             )
         finally:
             connection.close()
+
+
+def stall_grace_seconds(progress_seconds: float) -> float:
+    """How long a function that stopped making progress may still take to return (at its
+    next ctx.heartbeat() it learns it must stop) before its process is replaced."""
+    return min(30.0, max(2.0, 0.1 * progress_seconds))
 
 
 #: Attempts one message may run back to back in its execution before handing back.
@@ -123,24 +171,34 @@ def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Cl
     child, the process replaced, so no function can hold a worker slot forever."""
     watchdog = Watchdog(claimed, worker).arm()
     try:
-        return _run_claimed(claimed, worker, claim_next=claim_next)
+        return _run_claimed(claimed, worker, watchdog, claim_next=claim_next)
     finally:
         watchdog.disarm()
 
 
-def _run_claimed(claimed: Claimed, worker: str, *, claim_next: bool) -> Claimed | None:
+def _run_claimed(
+    claimed: Claimed, worker: str, watchdog: Watchdog, *, claim_next: bool
+) -> Claimed | None:
     attempt_id = claimed.attempt_id
-    keeper = LeaseKeeper(claimed, worker)
+    kind = get_kind(claimed.node.type)
+    progress = claimed.node.heartbeat_timeout_seconds
+    if kind is None or not kind.heartbeats_progress:
+        progress = None
+    keeper = LeaseKeeper(
+        claimed,
+        worker,
+        progress_seconds=progress,
+        on_stall=lambda: watchdog.reclaim_after(stall_grace_seconds(progress or 0.0)),
+    )
     keeper.start()
     ctx = NodeContext(
         execution_id=claimed.execution_id,
         node_id=claimed.node.id,
         attempt=claimed.attempt,
         idempotency_key=f"{claimed.execution_id}:{claimed.node.id}",
-        _heartbeat=keeper.renew,
+        _heartbeat=keeper.beat,
         _is_cancelled=keeper.lost.is_set,
     )
-    kind = get_kind(claimed.node.type)
     if kind is not None and kind.starts_child:
         try:
             child_start(claimed=claimed, worker_id=worker)

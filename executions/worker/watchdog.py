@@ -55,6 +55,7 @@ class Watchdog:
         self._timer = threading.Timer(self.seconds, self._expire)
         self._timer.daemon = True
         self._timer.name = f"watchdog-{claimed.attempt_id}"
+        self._reclaim: threading.Timer | None = None
 
     def arm(self) -> Watchdog:
         self._timer.start()
@@ -62,6 +63,28 @@ class Watchdog:
 
     def disarm(self) -> None:
         self._timer.cancel()
+        if self._reclaim is not None:
+            self._reclaim.cancel()
+
+    def reclaim_after(self, seconds: float) -> None:
+        """The attempt already has its result (its function stopped making progress): if
+        the function has not returned `seconds` from now, free its process slot all the
+        same, as the hard limit would, without waiting for it."""
+        self._reclaim = threading.Timer(seconds, self._replace)
+        self._reclaim.daemon = True
+        self._reclaim.start()
+
+    def _replace(self) -> None:
+        self.fired.set()
+        log.error(
+            "execution %s: attempt %s of %s made no progress and did not stop: its worker "
+            "process was replaced",
+            self.claimed.execution_id,
+            self.claimed.attempt,
+            self.claimed.node.id,
+        )
+        if replace_process_on_expiry:
+            self._exit()
 
     def _expire(self) -> None:
         self.fired.set()

@@ -87,6 +87,9 @@ class NodeKind:
     fans_out: ClassVar[bool] = False
     #: It waits for approve/reject (POST .../approve, .../reject).
     approvable: ClassVar[bool] = False
+    #: Its heartbeat_timeout_seconds counts from the function's own ctx.heartbeat() calls
+    #: (progress), not from the worker being alive (executions/worker/runtime.py).
+    heartbeats_progress: ClassVar[bool] = False
     #: It waits in the orchestrator for an answer, and its `timeout_seconds` bounds that
     #: wait with a durable timer (executions/engine/waits.py) instead of a worker's clock.
     times_out_waiting: ClassVar[bool] = False

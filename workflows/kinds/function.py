@@ -25,6 +25,7 @@ class FunctionKind(NodeKind):
     name = "function"
     fields = ("function",)
     runs_on_worker = True
+    heartbeats_progress = True
     executor = "nodes.executors.entries:function"
     schema: ClassVar[Mapping[str, Any]] = {
         "function": {"type": "string", "description": "function: a registered function's name."}
