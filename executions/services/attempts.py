@@ -179,6 +179,10 @@ def attempt_stalled(*, attempt_id: int, worker_id: str, seconds: float) -> bool:
     )[0]
 
 
+#: Why an attempt whose own timeout_seconds passed was timed out (by whoever saw it first).
+DEADLINE_PASSED = "timeout_seconds passed before the attempt finished"
+
+
 def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
     """The sweeper's verdict on an attempt whose lease or deadline passed, and still has:
     a renewal that came in since the sweeper looked wins (its worker is alive)."""

@@ -25,7 +25,7 @@ from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer
 from executions.services.advance import execution_advance
-from executions.services.attempts import attempt_time_out
+from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
 from executions.services.children import children_pending_notice, parent_notify
 from executions.services.containment import TRANSIENT, backoff, boundary
 from executions.services.timers import timer_fire
@@ -90,7 +90,7 @@ def _fire_timers(report: SweepReport, now: datetime, skip: list[str]) -> None:
 
 def _timeout_reason(attempt: Attempt, now: datetime) -> str:
     if attempt.deadline_at is not None and attempt.deadline_at < now:
-        return "timeout_seconds passed before the attempt finished"
+        return DEADLINE_PASSED
     return f"lease expired: worker {attempt.worker_id or '?'} stopped heartbeating"
 
 

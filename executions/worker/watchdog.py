@@ -1,10 +1,14 @@
 """The hard limit of an attempt: past it, the worker process is replaced.
 
 The sweeper times an attempt out by its lease or deadline, and a cooperative function
-stops at its next heartbeat. A function that never returns (a C call, a lost socket
-without timeout, a busy loop) would still hold its worker process forever; this watchdog
-records the attempt's failure and ends the process, and the Celery pool starts a fresh one
-in its place (the message goes back to the broker and is dropped at the next claim).
+stops at its next heartbeat. When the node's own timeout_seconds is the bound that
+expired, the watchdog records the same fact the sweeper would (a retryable timeout), so a
+sweeper slowed down by load cannot turn a timeout into a non-retryable failure.
+
+A function that never returns (a C call, a lost socket without timeout, a busy loop)
+would still hold its worker process forever; this watchdog records the attempt's end and
+ends the process, and the Celery pool starts a fresh one in its place (the message goes
+back to the broker and is dropped at the next claim).
 
 Only a prefork pool child may end itself (`replace_process_on_expiry`, set by
 config/celery.py at worker_process_init): in any other process the watchdog records the
@@ -20,7 +24,7 @@ from collections.abc import Callable
 
 from django.db import connection
 
-from executions.services.attempts import attempt_fail
+from executions.services.attempts import DEADLINE_PASSED, attempt_fail, attempt_time_out
 from nodes.context import Claimed
 from workflows.dsl.limits import limits, setting_of
 
@@ -30,6 +34,12 @@ log = logging.getLogger(__name__)
 EXIT_STATUS = 70
 #: Set in prefork pool children only: there, ending the process frees the slot.
 replace_process_on_expiry = False
+
+
+def bound_by_timeout(claimed: Claimed) -> bool:
+    """Whether the node's timeout_seconds, not WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS, binds."""
+    timeout = claimed.node.timeout_seconds
+    return timeout is not None and timeout <= limits().attempt_hard_limit_seconds
 
 
 def hard_limit_seconds(claimed: Claimed) -> float:
@@ -97,11 +107,14 @@ class Watchdog:
         )
         log.error("execution %s: %s", claimed.execution_id, message)
         try:
-            attempt_fail(
-                attempt_id=claimed.attempt_id,
-                worker_id=self.worker,
-                error={"type": "HardTimeLimit", "message": message, "retryable": False},
-            )
+            if bound_by_timeout(claimed):
+                attempt_time_out(attempt_id=claimed.attempt_id, reason=DEADLINE_PASSED)
+            else:
+                attempt_fail(
+                    attempt_id=claimed.attempt_id,
+                    worker_id=self.worker,
+                    error={"type": "HardTimeLimit", "message": message, "retryable": False},
+                )
         except Exception:
             log.exception("recording the hard limit of attempt %s failed", claimed.attempt_id)
         finally:

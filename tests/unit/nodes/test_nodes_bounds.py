@@ -11,6 +11,7 @@ from unittest import mock
 
 import pytest
 
+from executions.services.attempts import DEADLINE_PASSED
 from executions.worker import watchdog
 from nodes import std
 from nodes.context import Claimed, NodeContext
@@ -156,6 +157,25 @@ def test_past_the_hard_limit_the_failure_is_recorded_and_the_process_replaced() 
     assert error["type"] == "HardTimeLimit"
     assert error["retryable"] is False
     assert "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS" in error["message"]
+
+
+def test_past_its_own_timeout_the_watchdog_records_the_sweepers_timeout() -> None:
+    """The node's timeout_seconds binds: the same retryable timeout the sweeper records,
+    not a HardTimeLimit failure, whichever of the two sees the deadline first."""
+    with (
+        overridden(attempt_hard_limit_seconds=3600.0),
+        mock.patch.object(watchdog, "hard_limit_seconds", return_value=0.05),
+        mock.patch.object(watchdog, "attempt_time_out", return_value=True) as time_out,
+        mock.patch.object(watchdog, "attempt_fail", return_value=True) as fail,
+        mock.patch.object(watchdog, "connection"),
+    ):
+        dog = watchdog.Watchdog(claimed_for(timeout=1.0), "w1", exit=lambda: None).arm()
+        assert dog.fired.wait(timeout=5)
+        deadline = time.monotonic() + 5  # `fired` is set before the record is written
+        while not time_out.called and time.monotonic() < deadline:
+            time.sleep(0.01)
+    fail.assert_not_called()
+    time_out.assert_called_once_with(attempt_id=7, reason=DEADLINE_PASSED)
 
 
 def test_outside_a_pool_child_the_watchdog_records_but_never_exits() -> None:
