@@ -4,11 +4,11 @@ actions' `filter`: one meaning for "these executions" wherever a client says it.
 from __future__ import annotations
 
 import django_filters
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 
-from executions.engine.statuses import ExecutionStatus, TaskStatus, choices
-from executions.models import Execution, Task
-from executions.selectors import workflow_by_ref
+from executions.engine.statuses import ExecutionStatus, choices
+from executions.models import Execution
+from executions.selectors import with_failed_nodes, workflow_by_ref
 
 
 class ExecutionFilter(django_filters.FilterSet):
@@ -45,6 +45,4 @@ class ExecutionFilter(django_filters.FilterSet):
         return queryset.filter(workflow=found) if found else queryset.none()
 
     def by_failed_nodes(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        # Answered by the partial index task_failed_idx: failed tasks are few.
-        failed = Exists(Task.objects.filter(execution=OuterRef("pk"), status=TaskStatus.FAILED))
-        return queryset.filter(failed if value == "true" else ~failed)
+        return with_failed_nodes(queryset, value == "true")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
+from executions.engine.statuses import TaskStatus
 from executions.models import Attempt, Event, Execution, Task
 from workflows.models import WorkflowDefinition
 from workflows.selectors import workflow_get
@@ -17,6 +18,13 @@ def execution_list(*, status: str | None = None, workflow: str | None = None) ->
         found = workflow_by_ref(workflow)
         queryset = queryset.filter(workflow=found) if found else queryset.none()
     return queryset.order_by("-created_at", "-id")
+
+
+def with_failed_nodes(queryset: QuerySet, failed: bool = True) -> QuerySet:
+    """Executions some node of which failed (or, failed=False, none did). Answered by the
+    partial index task_failed_idx: failed tasks are few."""
+    any_failed = Exists(Task.objects.filter(execution=OuterRef("pk"), status=TaskStatus.FAILED))
+    return queryset.filter(any_failed if failed else ~any_failed)
 
 
 def workflow_by_ref(ref: object) -> WorkflowDefinition | None:

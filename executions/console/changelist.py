@@ -4,26 +4,24 @@ the whole table, and the bulk actions (cancel, retry) with a confirmation page."
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.paginator import Paginator
 from django.db import connection
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from executions.engine.statuses import TaskStatus
-from executions.models import Execution, Task
-from executions.services import control
+from executions.models import Execution
+from executions.selectors import with_failed_nodes
+from executions.services.bulk import bulk_apply
 
 #: Above this many rows, an unfiltered list shows PostgreSQL's row estimate as its count.
 ESTIMATE_FROM = 50_000
-#: The most executions one bulk action takes (the confirmation page lists a few of them).
-BULK_MOST = 1_000
 
 
 class HasFailedNodes(admin.SimpleListFilter):
@@ -34,11 +32,8 @@ class HasFailedNodes(admin.SimpleListFilter):
         return [("yes", "Has failed nodes"), ("no", "No failed node")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        failed = Exists(Task.objects.filter(execution=OuterRef("pk"), status=TaskStatus.FAILED))
-        if self.value() == "yes":
-            return queryset.filter(failed)
-        if self.value() == "no":
-            return queryset.filter(~failed)
+        if self.value() in ("yes", "no"):
+            return with_failed_nodes(queryset, self.value() == "yes")
         return queryset
 
 
@@ -84,12 +79,16 @@ def search_exact(queryset: QuerySet, term: str) -> tuple[QuerySet, bool]:
 def bulk(
     model_admin: Any, request: HttpRequest, queryset: QuerySet, *, action: str
 ) -> HttpResponse | None:
-    """Confirm, then apply cancel or retry to each selected execution through the service.
-    What the service refuses (already ended, nothing to retry) is reported, not fatal."""
-    ids = list(queryset.order_by().values_list("pk", flat=True)[: BULK_MOST + 1])
-    if len(ids) > BULK_MOST:
+    """Confirm, then apply cancel or retry to the selected executions through the same
+    service as POST /executions/bulk/<action>: each in its own transaction, and what the
+    service refuses (already ended, nothing to retry) is reported as skipped."""
+    most = settings.WORKFLOW_BULK_MAX_EXECUTIONS
+    ids = [str(pk) for pk in queryset.order_by().values_list("pk", flat=True)[: most + 1]]
+    if len(ids) > most:
         model_admin.message_user(
-            request, f"Select at most {BULK_MOST:,} executions at once.", messages.ERROR
+            request,
+            f"Select at most {most:,} executions at once (WORKFLOW_BULK_MAX_EXECUTIONS).",
+            messages.ERROR,
         )
         return None
     if request.POST.get("confirm") != "yes":
@@ -103,29 +102,12 @@ def bulk(
             "checkbox": ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/executions/execution/confirm_bulk.html", context)
-    accepted, skipped = apply(action, ids, by=request.user.get_username())
-    level = messages.SUCCESS if accepted else messages.WARNING
-    text = f"{action.capitalize()}: {accepted} accepted, {len(skipped)} skipped"
+    result = bulk_apply(action, ids=ids, by=request.user.get_username())
+    skipped = result["skipped"]
+    level = messages.SUCCESS if result["accepted"] else messages.WARNING
+    text = f"{action.capitalize()}: {result['accepted']} accepted, {len(skipped)} skipped"
     if skipped:
-        text += " (" + "; ".join(f"{i}: {why}" for i, why in skipped[:5])
+        text += " (" + "; ".join(f"{s['id']}: {s['reason']}" for s in skipped[:5])
         text += ", …)" if len(skipped) > 5 else ")"
     model_admin.message_user(request, text, level)
     return None
-
-
-def apply(action: str, ids: list[Any], *, by: str) -> tuple[int, list[tuple[str, str]]]:
-    """Each execution in its own transaction: one refusal does not undo the others."""
-    services: dict[str, Callable[..., Execution]] = {
-        "cancel": control.execution_cancel,
-        "retry": control.execution_retry,
-    }
-    run = services[action]
-    accepted, skipped = 0, []
-    for execution_id in ids:
-        try:
-            run(execution_id=execution_id, by=by)
-        except control.NotAllowed as refused:
-            skipped.append((str(execution_id), str(refused)))
-        else:
-            accepted += 1
-    return accepted, skipped
