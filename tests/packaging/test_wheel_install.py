@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -59,7 +60,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
     base = tmp_path_factory.mktemp("installed")
     assert ROOT not in base.parents
     venv = base / "venv"
-    subprocess.run(["python3", "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     lock = str(ROOT / "requirements.lock")
     pip = [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     done = subprocess.run(
