@@ -64,6 +64,25 @@ def _key(key: Any) -> str:
 
 def normalize(value: Any) -> Any:
     """The JSON value as the canonical form sees it (see the module docstring)."""
+    # The exact types the store reads back come first (a replay hashes every event);
+    # anything else (subclasses, tuples, other mappings) takes the general way.
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return value
+    if kind is dict:
+        return {
+            (key if type(key) is str else _key(key)): normalize(item) for key, item in value.items()
+        }
+    if kind is int:
+        return value if -_EXACT < value < _EXACT else _number(value)
+    if kind is list:
+        return [normalize(item) for item in value]
+    if kind is float:
+        return _number(value)
+    return _normalize_any(value)
+
+
+def _normalize_any(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int | float):
@@ -76,9 +95,18 @@ def normalize(value: Any) -> Any:
 
 
 def timestamp_text(moment: datetime) -> str:
+    if moment.tzinfo is UTC and moment.year >= 1000:
+        # What the store reads back (UTC): isoformat is the strftime below, several times
+        # faster (strftime's %Y does not pad years before 1000, isoformat does).
+        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+#: json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True), built once
+#: (json.dumps builds an encoder per call when given options).
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
 
 
 def canonical(
@@ -90,16 +118,24 @@ def canonical(
     data: Any,
     timestamp: datetime,
 ) -> str:
-    """The canonical JSON of one event (the part of it the chain covers)."""
-    body = {
-        "attempt": attempt,
-        "data": normalize(data),
-        "node_id": node_id,
-        "seq": seq,
-        "timestamp": timestamp_text(timestamp),
-        "type": str(type),
-    }
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """The canonical JSON of one event (the part of it the chain covers): the text of
+    `_ENCODE({"attempt": attempt, "data": normalize(data), "node_id": node_id, "seq": seq,
+    "timestamp": timestamp_text(timestamp), "type": str(type)})`, written out in that key
+    order (sorted already) without building and sorting the outer object."""
+    return (
+        f'{{"attempt":{_scalar(attempt)},"data":{_ENCODE(normalize(data))},'
+        f'"node_id":{_scalar(node_id)},"seq":{_scalar(seq)},'
+        f'"timestamp":{_ENCODE(timestamp_text(timestamp))},"type":{_ENCODE(str(type))}}}'
+    )
+
+
+def _scalar(value: Any) -> str:
+    """_ENCODE(value) for the outer fields (not normalized: they are written as given)."""
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return int.__repr__(value)  # what the encoder writes for an int
+    return _ENCODE(value)
 
 
 def link(previous: str, event_json: str) -> str:
@@ -152,7 +188,17 @@ def first_break(events: Iterable[Linked], *, last_hash: str | None = None) -> Ch
         if event.seq != expected_seq:
             return ChainBreak(expected_seq, f"expected seq {expected_seq}, found seq {event.seq}")
         try:
-            wanted = event_hash(previous, **event.fields())
+            wanted = link(
+                previous,
+                canonical(
+                    seq=event.seq,
+                    type=event.type,
+                    node_id=event.node_id,
+                    attempt=event.attempt,
+                    data=event.data,
+                    timestamp=event.timestamp,
+                ),
+            )
         except (TypeError, ValueError) as exc:
             return ChainBreak(event.seq, f"its content is not canonical JSON ({exc})")
         if event.hash != wanted:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -163,3 +163,85 @@ def test_nan_has_no_canonical_form_and_shows_as_a_break() -> None:
     assert found is not None
     assert found.seq == 1
     assert "canonical" in found.reason
+
+
+def _reference_normalize(value: Any) -> Any:
+    """normalize as first written (isinstance only): the fast paths must give the same."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        if isinstance(value, float):
+            if value.is_integer() and abs(value) < 2**53:
+                return int(value)
+            return value
+        if abs(value) < 2**53:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return value
+    if isinstance(value, dict):
+        return {
+            (k if isinstance(k, str) else json.dumps(k)): _reference_normalize(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_reference_normalize(v) for v in value]
+    raise TypeError(type(value).__name__)
+
+
+def _reference_canonical(**fields: Any) -> str:
+    """canonical as first written: a dict through json.dumps, the time through strftime."""
+    moment = fields["timestamp"]
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    body = {
+        "attempt": fields["attempt"],
+        "data": _reference_normalize(fields["data"]),
+        "node_id": fields["node_id"],
+        "seq": fields["seq"],
+        "timestamp": moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "type": str(fields["type"]),
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+wide_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**70), max_value=2**70).map(float)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([2.0**53, -(2.0**53), 2**53, 2**53 - 1, -(2**53) + 1, 10**400, 0.0, -0.0])
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.dictionaries(st.integers(-3, 3) | st.booleans() | st.none(), inner, max_size=3)
+    ),
+    max_leaves=16,
+)
+#: Naive moments too: the chain takes a naive datetime as UTC.
+_FIRST, _LAST = datetime(1, 1, 2), datetime(9999, 12, 30)  # noqa: DTZ001
+_ZONES = st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30))])
+moments = st.datetimes(_FIRST, _LAST) | st.datetimes(_FIRST, _LAST, timezones=_ZONES)
+
+
+@given(
+    wide_json,
+    moments,
+    st.none() | st.integers(0, 10**6) | st.just(2**60),
+    st.none() | st.text(max_size=6),
+    st.integers(1, 2**40),
+)
+def test_the_fast_canonical_form_is_the_reference_one(
+    data: Any, moment: datetime, attempt: int | None, node_id: str | None, seq: int
+) -> None:
+    fields = {
+        "seq": seq, "type": "task_completed", "node_id": node_id, "attempt": attempt,
+        "data": data, "timestamp": moment,
+    }  # fmt: skip
+    assert canonical(**fields) == _reference_canonical(**fields)
+    assert normalize(data) == _reference_normalize(data)
+    assert json.dumps(normalize(data)) == json.dumps(_reference_normalize(data))
