@@ -160,6 +160,26 @@ class Linked:
     timestamp: datetime
     hash: str
 
+    @classmethod
+    def stored(
+        cls,
+        seq: int,
+        type: str,
+        node_id: str | None,
+        attempt: int | None,
+        data: Any,
+        timestamp: datetime,
+        hash: str,
+    ) -> Linked:
+        """Linked(...) filling the frozen instance's __dict__ (the dataclass __init__ sets
+        each field through object.__setattr__): a replay builds one per stored event."""
+        linked = object.__new__(cls)
+        linked.__dict__.update(
+            seq=seq, type=type, node_id=node_id, attempt=attempt, data=data,
+            timestamp=timestamp, hash=hash,
+        )  # fmt: skip
+        return linked
+
     def fields(self) -> dict[str, Any]:
         """What the hash covers: every field but the hash itself."""
         return {name: getattr(self, name) for name in _COVERED}

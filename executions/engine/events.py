@@ -73,6 +73,26 @@ class Event:
     #: decision into decide's working copy need not decode it again (payloads.decode).
     payload: object = field(default=None, compare=False, repr=False)
 
+    @classmethod
+    def stored(
+        cls,
+        seq: int,
+        type: EventType,
+        timestamp: datetime,
+        node_id: str | None,
+        attempt: int | None,
+        data: dict[str, Any],
+        source: Source,
+    ) -> Event:
+        """Event(...) of a stored row, every field given, filling the frozen instance's
+        __dict__ (see Decision.built): a replay builds one per stored event."""
+        event = object.__new__(cls)
+        event.__dict__.update(
+            seq=seq, type=type, timestamp=timestamp, node_id=node_id, attempt=attempt,
+            data=data, source=source, payload=None,
+        )  # fmt: skip
+        return event
+
 
 @dataclass(frozen=True)
 class Decision:
