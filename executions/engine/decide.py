@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from executions.engine import compensation, maps, waits
 from executions.engine.containment import engine_failure
 from executions.engine.context import template_context
-from executions.engine.errors import ErrorRecord
+from executions.engine.errors import ErrorRecord, record_of
 from executions.engine.events import Decision, EventType
 from executions.engine.faults import with_faults
 from executions.engine.fold import apply_event
@@ -195,7 +195,8 @@ def _attend(
 
 def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[Decision]:
     policy = node.retry_policy
-    if not should_retry(policy, attempt=current.tries, error=current.error):
+    error = record_of(current.error)
+    if not should_retry(policy, attempt=current.tries, error=error):
         return
     delay = retry_delay(
         policy,
@@ -203,14 +204,13 @@ def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[De
         node_id=node.id,
         attempt=current.attempt,
         tries=current.tries,
-        error=current.error,
+        error=error,
     )
     retry = TaskRetryScheduled(
         delay_seconds=delay,
         due_at=plus_seconds(state.now, delay).isoformat(),
         next_attempt=current.attempt + 1,
-        # The stored error's type, as ErrorRecord.from_json(error).type reads it.
-        error_type=current.error.get("type") if current.error else None,
+        error_type=error.type if error is not None else None,
     )
     yield decided(EventType.TASK_RETRY_SCHEDULED, retry, node.id, current.attempt)
 

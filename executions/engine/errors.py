@@ -58,6 +58,25 @@ class ErrorRecord:
 
 _ERROR_KEYS = frozenset({"type", "message", "retryable"})
 
+#: The last (stored error, its record) record_of made: a failed node's stored error is one
+#: dict that decide reads again in every step until the node moves on (retry decisions,
+#: "failed for good?" in the fan-in and "anything busy?" checks). A tuple, so a reader in
+#: another thread sees a matching pair or none.
+_LAST: tuple[object, ErrorRecord | None] = (None, None)
+
+
+def record_of(raw: Mapping[str, JSON] | None) -> ErrorRecord | None:
+    """ErrorRecord.from_json(raw), or None for no error: a node state's stored error as the
+    record the retry policy reads. The stored dicts are never changed in place (fold binds
+    a new one), so the last one's record is reused while the same dict comes back."""
+    global _LAST
+    last_raw, last_record = _LAST
+    if raw is last_raw:
+        return last_record
+    record = ErrorRecord.from_json(raw) if raw is not None else None
+    _LAST = (raw, record)
+    return record
+
 
 def normal_json(raw: Mapping[str, JSON]) -> dict[str, JSON]:
     """`ErrorRecord.from_json(raw).to_json()` without the record in between (fold keeps

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
 
+from executions.engine.errors import ErrorRecord
 from workflows.dsl import RetryPolicy
 
 #: Jitter shortens a delay by up to this fraction, so it never exceeds the policy's cap.
@@ -25,7 +25,7 @@ def retry_delay(
     node_id: str,
     attempt: int,
     tries: int | None = None,
-    error: dict[str, Any] | None = None,
+    error: ErrorRecord | None = None,
 ) -> float:
     """Seconds to wait after failed `attempt` before the next one.
 
@@ -36,7 +36,7 @@ def retry_delay(
     delay = _backoff(policy, step)
     if policy.jitter:
         delay *= 1 - JITTER_FRACTION * jitter_fraction(execution_id, node_id, attempt)
-    retry_after = (error or {}).get("retry_after_seconds")
+    retry_after = error.details.get("retry_after_seconds") if error is not None else None
     if (
         isinstance(retry_after, int | float)
         and not isinstance(retry_after, bool)
@@ -47,12 +47,12 @@ def retry_delay(
     return round(delay, 3)
 
 
-def should_retry(policy: RetryPolicy, *, attempt: int, error: dict[str, Any] | None) -> bool:
-    error = error or {}
-    if error.get("retryable") is False:
-        return False
-    if error.get("type") in policy.non_retryable_errors:
-        return False
+def should_retry(policy: RetryPolicy, *, attempt: int, error: ErrorRecord | None) -> bool:
+    if error is not None:
+        if error.retryable is False:
+            return False
+        if error.type in policy.non_retryable_errors:
+            return False
     return attempt < policy.max_attempts
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 
+from executions.engine.errors import record_of
 from executions.engine.retry import should_retry
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import TaskStatus
@@ -47,7 +48,7 @@ def failed_for_good(node: Node, state: NodeState) -> bool:
     """Failed, and the policy allows no further attempt."""
     if state.status != TaskStatus.FAILED:
         return False
-    return not should_retry(node.retry_policy, attempt=state.tries, error=state.error)
+    return not should_retry(node.retry_policy, attempt=state.tries, error=record_of(state.error))
 
 
 def is_settled(node: Node, state: NodeState) -> bool:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from executions.engine.errors import ErrorRecord
 from executions.engine.events import EventType
 from executions.engine.maps import max_parallel
 from executions.engine.retry import retry_delay
@@ -191,7 +192,7 @@ POLICY = RetryPolicy(initial_interval_seconds=1.0, max_interval_seconds=60.0, ji
 def test_a_retry_after_of_any_value_gives_a_finite_delay(
     retry_after: float, expected: float
 ) -> None:
-    error = {"retry_after_seconds": retry_after}
+    error = ErrorRecord(details={"retry_after_seconds": retry_after})
     assert retry_delay(POLICY, execution_id="e", node_id="n", attempt=1, error=error) == expected
 
 

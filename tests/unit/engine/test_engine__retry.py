@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from executions.engine.errors import ErrorRecord, record_of
 from executions.engine.retry import retry_delay, should_retry
 from workflows.dsl import RetryPolicy
 
@@ -33,9 +34,9 @@ def test_jitter_is_reproducible_shortens_only_and_differs_per_attempt() -> None:
 
 
 def test_retry_after_is_believed_up_to_the_cap() -> None:
-    error = {"retry_after_seconds": 30}
+    error = ErrorRecord(details={"retry_after_seconds": 30})
     assert retry_delay(POLICY, execution_id="e", node_id="n", attempt=1, error=error) == 30.0
-    error = {"retry_after_seconds": 3600}
+    error = ErrorRecord.from_json({"retry_after_seconds": 3600})
     assert retry_delay(POLICY, execution_id="e", node_id="n", attempt=1, error=error) == 60.0
 
 
@@ -46,8 +47,17 @@ def test_retry_after_is_believed_up_to_the_cap() -> None:
         ({"type": "X", "retryable": False}, 1, False),
         ({"type": "Fatal"}, 1, False),
         ({"type": "X"}, 3, False),
+        ({}, 2, True),
+        (None, 2, True),
+        (None, 3, False),
     ],
 )
-def test_should_retry_table(error: dict, attempt: int, expected: bool) -> None:
+def test_should_retry_table(error: dict | None, attempt: int, expected: bool) -> None:
     policy = RetryPolicy(max_attempts=3, non_retryable_errors=("Fatal",))
-    assert should_retry(policy, attempt=attempt, error=error) is expected
+    assert should_retry(policy, attempt=attempt, error=record_of(error)) is expected
+
+
+def test_record_of_is_the_stored_errors_record_whatever_came_before() -> None:
+    first, second = {"type": "A", "retryable": False, "x": 1}, {"type": "B"}
+    for raw in (first, first, second, None, first, {"type": "A", "retryable": False, "x": 1}):
+        assert record_of(raw) == (ErrorRecord.from_json(raw) if raw is not None else None)
