@@ -43,9 +43,9 @@ def to_undo(definition: Definition, state: ExecutionState) -> list[str]:
     done = [
         n.id
         for n in definition.nodes
-        if n.compensation is not None and state.node(n.id).status == TaskStatus.SUCCEEDED
+        if n.compensation is not None and state.peek(n.id).status == TaskStatus.SUCCEEDED
     ]
-    return sorted(done, key=lambda node_id: state.node(node_id).completed_seq or 0, reverse=True)
+    return sorted(done, key=lambda node_id: state.peek(node_id).completed_seq or 0, reverse=True)
 
 
 def tasks(definition: Definition, state: ExecutionState) -> Iterator[Node]:
@@ -73,4 +73,4 @@ def next_step(
 
 
 def summary(definition: Definition, state: ExecutionState) -> dict[str, str]:
-    return {node_id: state.node(task_id(node_id)).status for node_id in to_undo(definition, state)}
+    return {node_id: state.peek(task_id(node_id)).status for node_id in to_undo(definition, state)}

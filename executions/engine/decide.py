@@ -77,8 +77,10 @@ def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
 def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:
     # Copy-on-write: a deep copy of the whole state cost O(nodes + history) per call
     # (started_attempts grows with every attempt); a fork copies only what it folds into.
-    working = state.fork()
-    owned: set[str] = set()
+    # The first step reads `state` itself (a step only reads); the fork is made when a
+    # step's decisions must be folded for the next one, which most calls never need.
+    working = state
+    owned: set[str] | None = None
     decisions: list[Decision] = []
     for _ in range(4 * len(definition.nodes) + 16):
         step = with_faults(list(_step(definition, working)), working)
@@ -87,15 +89,19 @@ def _fixpoint(definition: Definition, state: ExecutionState) -> list[Decision]:
         for decision in step:
             if decision.type in _NOT_DECIDED:
                 raise DecideLoopError(f"decide may not emit {decision.type}")
-            if decision.node_id and decision.node_id not in owned:
-                working.own(decision.node_id)
-                owned.add(decision.node_id)
-            if working.now is None:  # decide only decides after workflow_started
-                raise DecideLoopError("a decision before any event")
-            apply_event(working, decision.as_event(working.last_seq + 1, working.now, typed=True))
+        now = state.now  # the fold of a decision keeps it: its event is stamped `now`
+        if now is None:  # decide only decides after workflow_started
+            raise DecideLoopError("a decision before any event")
         decisions.extend(step)
         if all(_settles_nothing(decision) for decision in step):
             return decisions  # nothing in this step can make another decision possible
+        if owned is None:
+            working, owned = state.fork(), set()
+        for decision in step:
+            if decision.node_id and decision.node_id not in owned:
+                working.own(decision.node_id)
+                owned.add(decision.node_id)
+            apply_event(working, decision.as_event(working.last_seq + 1, now, typed=True))
     raise DecideLoopError(f"no fixpoint after {len(decisions)} decisions")
 
 
@@ -129,7 +135,7 @@ def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]
     for node in maps.all_nodes(definition, state):
         if saga and compensation.is_task(node.id):
             continue  # the undoing the cancel waits for
-        current = state.node(node.id)
+        current = state.peek(node.id)
         if current.status in (TaskStatus.PENDING, TaskStatus.FAILED, *_ACTIVE):
             if current.status == TaskStatus.FAILED and failed_for_good(node, current):
                 continue
@@ -279,8 +285,8 @@ def _busy(definition: Definition, state: ExecutionState) -> bool:
 
 def _finish(definition: Definition, state: ExecutionState, failing: bool) -> Decision:
     if failing:
-        failed = [n.id for n in definition.nodes if failed_for_good(n, state.node(n.id))]
-        details = {"nodes": failed, "cause": state.node(failed[0]).error}
+        failed = [n.id for n in definition.nodes if failed_for_good(n, state.peek(n.id))]
+        details = {"nodes": failed, "cause": state.peek(failed[0]).error}
         undone = compensation.summary(definition, state)
         if undone:
             details["compensations"] = undone
@@ -289,7 +295,7 @@ def _finish(definition: Definition, state: ExecutionState, failing: bool) -> Dec
     context = template_context(state)
     try:
         if definition.output is None:
-            output = {sink: state.node(sink).output for sink in definition.sinks}
+            output = {sink: state.peek(sink).output for sink in definition.sinks}
         else:
             output = render(definition.output, context)
     except TemplateError as exc:

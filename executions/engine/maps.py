@@ -50,7 +50,7 @@ def item_id(map_id: str, index: int) -> str:
 
 
 def item_ids(state: ExecutionState, node: Node) -> list[str]:
-    items = (state.node(node.id).input or {}).get("items") or []
+    items = (state.peek(node.id).input or {}).get("items") or []
     return list(_ids(node.id, len(items)))
 
 
@@ -77,7 +77,7 @@ def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
     nodes, map_ids = state.nodes, definition.map_ids
     for node in definition.nodes:
         yield node
-        if node.id in map_ids and state.node(node.id).status != TaskStatus.PENDING:
+        if node.id in map_ids and state.peek(node.id).status != TaskStatus.PENDING:
             for child in item_ids(state, node):
                 if _status(nodes.get(child)) not in skip:
                     yield definition.node_for(child)
@@ -93,7 +93,7 @@ def progress(
     definition: Definition, state: ExecutionState, context: dict[str, Any], now: datetime | None
 ) -> Iterator[Decision]:
     for node in definition.nodes:
-        if node.id in definition.map_ids and state.node(node.id).status == TaskStatus.RUNNING:
+        if node.id in definition.map_ids and state.peek(node.id).status == TaskStatus.RUNNING:
             yield from _progress_one(definition, state, node, context, now)
 
 
@@ -104,7 +104,7 @@ def _progress_one(
     context: dict[str, Any],
     now: datetime | None,
 ) -> Iterator[Decision]:
-    items = state.node(node.id).input["items"]
+    items = state.peek(node.id).input["items"]
     ids = item_ids(state, node)
     # Every item shares the map's body, so one Node answers the policy questions for all.
     body = definition.node_for(ids[0]) if ids else node
@@ -134,15 +134,15 @@ def _progress_one(
             yield from start_node(definition.node_for(cid), attempt + 1, scope, now)
     if not settled:
         return
-    attempt = state.node(node.id).attempt
+    attempt = state.peek(node.id).attempt
     if failed:
         error = ErrorRecord(
             "MapItemFailed",
             f"item {failed[0]} failed",
             retryable=False,
-            details={"items": failed, "cause": state.node(failed[0]).error},
+            details={"items": failed, "cause": state.peek(failed[0]).error},
         )
         yield decided(EventType.TASK_FAILED, TaskFailed(error=error), node.id, attempt)
     else:
-        output = TaskCompleted(output=[state.node(cid).output for cid in ids])
+        output = TaskCompleted(output=[state.peek(cid).output for cid in ids])
         yield decided(EventType.TASK_COMPLETED, output, node.id, attempt)

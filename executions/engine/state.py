@@ -80,6 +80,13 @@ class ExecutionState:
             found = self.nodes[node_id] = NodeState(node_id)
         return found
 
+    def peek(self, node_id: str) -> NodeState:
+        """The node's state for reading only: a node no event has mentioned yet is a fresh
+        pending one, not added. decide's steps read the state they are given (no copy
+        until they fold), so they must read through here, never `node`."""
+        found = self.nodes.get(node_id)
+        return found if found is not None else NodeState(node_id)
+
     def copy(self) -> ExecutionState:
         return copy.deepcopy(self)
 

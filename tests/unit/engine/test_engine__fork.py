@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from executions.engine.decide import _step, decide
+from executions.engine.events import EventType, Source
 from executions.engine.fold import apply_event
 from executions.engine.state import ExecutionState
 from tests.unit.engine.sim import Run
@@ -59,3 +60,21 @@ def test_a_fork_shares_nodes_until_owned() -> None:
     assert state.nodes["a"].status == "pending"
     assert fork.node("b") is not None
     assert "b" not in state.nodes
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(), st.integers(0, 2**32), st.integers(0, 12))
+def test_a_cancel_decided_at_any_point_leaves_the_state_unchanged(case, seed, after) -> None:
+    """decide's first step reads the state it is given, not a fork: the cancel step reads
+    every node, most of them never mentioned by an event (they must not be added)."""
+    definition, plan = case
+    run = Run(definition, plan=plan, seed=seed)
+    run.start({"flag": True})
+    for _ in range(after):
+        if not run.step():
+            break
+    run.append(EventType.WORKFLOW_CANCEL_REQUESTED, source=Source.API)
+    before = copy.deepcopy(run.state)
+    decisions = decide(definition, run.state)
+    assert run.state == before, "decide mutated the state it was given"
+    assert decide_on_deep_copy(definition, before) == decisions
