@@ -76,6 +76,15 @@ class Execution(models.Model):
             # The admin's list: newest first (its -id tiebreak included), a LIMIT away.
             models.Index(fields=["-created_at", "-id"], name="execution_created_idx"),
         ]
+        constraints = [
+            # One child per parent attempt, by the link itself: the engine key
+            # (services/children.py) finds it again, and this holds whatever starts it.
+            models.UniqueConstraint(
+                fields=["parent_execution", "parent_node_id", "parent_attempt"],
+                condition=Q(parent_execution__isnull=False),
+                name="execution_one_child_per_attempt",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"

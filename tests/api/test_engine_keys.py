@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -195,3 +196,20 @@ def test_calling_an_earlier_pinned_version_of_oneself_is_no_cycle(admin) -> None
     )
     assert response.status_code == 400
     assert "v -> v@v3" in response.json()["errors"][0]["message"]
+
+
+def test_the_database_keeps_one_child_per_parent_attempt() -> None:
+    """The link (parent_execution, parent_node_id, parent_attempt) is unique by constraint,
+    not only through the engine key the child is started under."""
+    parent = start(ECHO)
+    link = {
+        "workflow_id": parent.workflow_id, "version_id": parent.version_id,
+        "parent_execution": parent, "parent_node_id": "a", "depth": 1,
+    }  # fmt: skip
+    Execution.objects.create(**link, parent_attempt=1, engine_key="one")
+    Execution.objects.create(**link, parent_attempt=2, engine_key="two")  # another attempt
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Execution.objects.create(**link, parent_attempt=1, engine_key="three")
+    # Top-level executions (no parent) are not links: any number of them.
+    start(ECHO)
+    start(ECHO)
