@@ -5,14 +5,17 @@ in item order, or fails once an item has failed for good (items not yet started 
 skipped, items running finish first, as with strict failure). A map without max_parallel
 runs WORKFLOW_MAP_DEFAULT_MAX_PARALLEL items at once (limits.py), never all of them.
 
-decide looks at every item of a running map on every call, so this module touches item
-states (dict lookups) for all of them but builds a per-item Node only for the items that
-can still change: building one costs microseconds, times thousands of items, per call.
+decide runs once per fact, so a map of N items is decided upon about 2N times: this
+module looks only at the items that can still change (ExecutionState.maps, which fold
+keeps: the live ones, at most max_parallel plus the failed) and at the next pending ones,
+never at every item, so a call costs the same at 500 items as at 10,000. The one full
+pass over the items is the map's own end (its output), and a cancel (every pending item
+is cancelled) or an operator's retry that left gaps take the general way, which scans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -22,7 +25,7 @@ from executions.engine.events import Decision, EventType
 from executions.engine.nodes import start_node
 from executions.engine.payloads import Reason, TaskCompleted, TaskFailed, decided
 from executions.engine.rules import failed_for_good
-from executions.engine.state import ExecutionState, NodeState
+from executions.engine.state import ITEM_DONE, ExecutionState, MapItems, NodeState, item_of
 from executions.engine.statuses import TASK_ACTIVE, TaskStatus
 from workflows.dsl import Definition, Node
 from workflows.dsl.limits import limits
@@ -32,7 +35,8 @@ from workflows.kinds.map import MapSpec
 
 #: An item in one of these will not change again unless an operator retries it, and
 #: decide has nothing to do for it outside this module.
-_DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
+_DONE = ITEM_DONE
+_NONE_YET = MapItems()  # a map none of whose items an event has mentioned: never changed
 
 
 def fans_out(node: Node) -> bool:
@@ -49,9 +53,9 @@ def item_id(map_id: str, index: int) -> str:
     return f"{map_id}[{index}]"
 
 
-def item_ids(state: ExecutionState, node: Node) -> list[str]:
+def item_ids(state: ExecutionState, node: Node) -> tuple[str, ...]:
     items = (state.peek(node.id).input or {}).get("items") or []
-    return list(_ids(node.id, len(items)))
+    return _ids(node.id, len(items))
 
 
 @lru_cache(maxsize=16)
@@ -73,16 +77,33 @@ def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
     Left out: succeeded, skipped and cancelled items (neither retries, wake-ups nor a
     cancel concern them), and pending items unless a cancel was requested (only a
     cancel concerns them; `_progress_one` starts them)."""
-    skip = _DONE if state.cancel_requested else _DONE | {TaskStatus.PENDING}
-    nodes, map_ids = state.nodes, definition.map_ids
+    map_ids = definition.map_ids
     for node in definition.nodes:
         yield node
         if node.id in map_ids and state.peek(node.id).status != TaskStatus.PENDING:
-            for child in item_ids(state, node):
-                if _status(nodes.get(child)) not in skip:
+            if state.cancel_requested:
+                yield from _items_scanned(definition, state, node)
+            else:  # the live items, in index order: what the scan below would give
+                ids = item_ids(state, node)
+                for child in _in_order(state.maps.get(node.id, _NONE_YET).live, len(ids)):
                     yield definition.node_for(child)
         if node.compensation is not None and f"{node.id}{COMPENSATION_SUFFIX}" in state.nodes:
             yield definition.node_for(f"{node.id}{COMPENSATION_SUFFIX}")
+
+
+def _items_scanned(definition: Definition, state: ExecutionState, node: Node) -> Iterator[Node]:
+    """Every item of a started map that is not done (pending ones too: a cancel's)."""
+    nodes = state.nodes
+    for child in item_ids(state, node):
+        if _status(nodes.get(child)) not in _DONE:
+            yield definition.node_for(child)
+
+
+def _in_order(live: set[str], count: int) -> list[str]:
+    """The live items of a map of `count` items, in index order (an item of an earlier
+    run with more items than this one has is no item of it)."""
+    ordered = sorted((item_of(child), child) for child in live)
+    return [child for item, child in ordered if item is not None and item[1] < count]
 
 
 def max_parallel(node: Node) -> int:
@@ -106,7 +127,45 @@ def _progress_one(
 ) -> Iterator[Decision]:
     items = state.peek(node.id).input["items"]
     ids = item_ids(state, node)
+    tracked = state.maps.get(node.id, _NONE_YET)
+    if not tracked.prefix() or tracked.bound >= len(ids):
+        yield from _progress_scanned(definition, state, node, context, now)
+        return
     # Every item shares the map's body, so one Node answers the policy questions for all.
+    body = definition.node_for(ids[0]) if ids else node
+    live = [(child, state.peek(child)) for child in _in_order(tracked.live, len(ids))]
+    failed = [child for child, current in live if failed_for_good(body, current)]
+    active = sum(current.status in TASK_ACTIVE for _, current in live)
+    room = max_parallel(node) - active
+    # Items 0..started-1 are live or done; the rest are pending, in index order.
+    started = tracked.started
+    for index in range(started, len(ids)):
+        child = ids[index]
+        if failed:
+            yield decided(EventType.TASK_SKIPPED, Reason(reason="another item failed"), child)
+        elif room > 0:
+            room -= 1
+            scope = {**context, "item": items[index], "index": index}
+            current = state.nodes.get(child)  # an operator's retry may have left one
+            attempt = current.attempt if current is not None else 0
+            yield from start_node(definition.node_for(child), attempt + 1, scope, now)
+        else:
+            break
+    if started == len(ids) and len(failed) == len(live):
+        yield _ended(state, node, ids, failed)
+
+
+def _progress_scanned(
+    definition: Definition,
+    state: ExecutionState,
+    node: Node,
+    context: dict[str, Any],
+    now: datetime | None,
+) -> Iterator[Decision]:
+    """_progress_one by a pass over every item: for a map whose pending items are not all
+    after its started ones (an operator's retry of some items)."""
+    items = state.peek(node.id).input["items"]
+    ids = item_ids(state, node)
     body = definition.node_for(ids[0]) if ids else node
     nodes = state.nodes
     states = [nodes.get(cid) for cid in ids]  # None: pending, never mentioned
@@ -132,8 +191,13 @@ def _progress_one(
             scope = {**context, "item": items[index], "index": index}
             attempt = current.attempt if current is not None else 0
             yield from start_node(definition.node_for(cid), attempt + 1, scope, now)
-    if not settled:
-        return
+    if settled:
+        yield _ended(state, node, ids, failed)
+
+
+def _ended(state: ExecutionState, node: Node, ids: Sequence[str], failed: list[str]) -> Decision:
+    """Every item settled: the map fails with its first failed item, or succeeds with the
+    items' outputs in item order."""
     attempt = state.peek(node.id).attempt
     if failed:
         error = ErrorRecord(
@@ -142,7 +206,6 @@ def _progress_one(
             retryable=False,
             details={"items": failed, "cause": state.peek(failed[0]).error},
         )
-        yield decided(EventType.TASK_FAILED, TaskFailed(error=error), node.id, attempt)
-    else:
-        output = TaskCompleted(output=[state.peek(cid).output for cid in ids])
-        yield decided(EventType.TASK_COMPLETED, output, node.id, attempt)
+        return decided(EventType.TASK_FAILED, TaskFailed(error=error), node.id, attempt)
+    output = TaskCompleted(output=[state.peek(cid).output for cid in ids])
+    return decided(EventType.TASK_COMPLETED, output, node.id, attempt)

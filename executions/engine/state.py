@@ -46,6 +46,68 @@ class NodeState:
         return self.attempt - self.attempt_base
 
 
+#: Item statuses a map counts as done: nothing more happens to the item (no retry, no wake-up).
+ITEM_DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
+
+
+def item_of(node_id: str) -> tuple[str, int] | None:
+    """(map id, index) of a map's item task `<map id>[<index>]`; None for any other node."""
+    if node_id[-1:] != "]":
+        return None
+    map_id, bracket, rest = node_id.partition("[")
+    digits = rest[:-1]
+    if not bracket or not digits.isdigit():
+        return None
+    return map_id, int(digits)
+
+
+@dataclass
+class MapItems:
+    """What fold keeps of one map's items, so decide looks only at the items that can
+    still change (a few: at most max_parallel run at once) instead of every item on
+    every call. Derived, never stored: snapshots rebuild it from the node states.
+
+    Pending items (no event yet, or reset by an operator's retry) are in no field."""
+
+    #: Items neither pending nor done: scheduled, running, retrying, waiting, failed...
+    live: set[str] = field(default_factory=set)
+    #: How many items are done (ITEM_DONE).
+    done: int = 0
+    #: No item past this index is live or done (-1: none is). Never lowered, so after an
+    #: operator's retry it may be above the highest: `prefix` then says no.
+    bound: int = -1
+
+    @property
+    def started(self) -> int:
+        """Items not pending."""
+        return self.done + len(self.live)
+
+    def prefix(self) -> bool:
+        """The items not pending are exactly 0..bound, so the pending ones are those after
+        (items start and are skipped in index order; only an operator's retry makes gaps)."""
+        return self.started == self.bound + 1
+
+    def moved(self, node_id: str, index: int, old: str, new: str) -> None:
+        """Item `node_id` went from status `old` to `new`."""
+        if old == TaskStatus.PENDING:
+            pass
+        elif old in ITEM_DONE:
+            self.done -= 1
+        else:
+            self.live.discard(node_id)
+        if new == TaskStatus.PENDING:
+            return
+        if new in ITEM_DONE:
+            self.done += 1
+        else:
+            self.live.add(node_id)
+        if index > self.bound:
+            self.bound = index
+
+    def copy(self) -> MapItems:
+        return MapItems(set(self.live), self.done, self.bound)
+
+
 @dataclass
 class ExecutionState:
     execution_id: str
@@ -72,6 +134,8 @@ class ExecutionState:
     #: Named signals sent before a node waited for them, oldest first, in their stored
     #: form (engine/waits.py). Rebound, never mutated in place: forks share it.
     signals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Each map's items by what decide needs of them (fold keeps it; never stored).
+    maps: dict[str, MapItems] = field(default_factory=dict, compare=False, repr=False)
 
     def node(self, node_id: str) -> NodeState:
         """The node's state; a node no event has mentioned yet is pending."""
@@ -101,6 +165,7 @@ class ExecutionState:
         """
         forked = _shallow(self)
         forked.nodes = dict(self.nodes)
+        forked.maps = {map_id: items.copy() for map_id, items in self.maps.items()}
         return forked
 
     def own(self, node_id: str) -> NodeState:
@@ -111,7 +176,11 @@ class ExecutionState:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, sharing (not copying) the user data inside: serialize it at once."""
-        raw = {key: _flat(value) for key, value in self.__dict__.items() if key != "nodes"}
+        raw = {
+            key: _flat(value)
+            for key, value in self.__dict__.items()
+            if key not in ("nodes", "maps")  # maps: derived, rebuilt by from_dict
+        }
         raw["nodes"] = {
             node_id: {key: _flat(value) for key, value in node.__dict__.items()}
             for node_id, node in self.nodes.items()
@@ -122,8 +191,22 @@ class ExecutionState:
     def from_dict(cls, raw: dict[str, Any]) -> ExecutionState:
         data = _decode(raw)
         nodes = {key: NodeState(**value) for key, value in data.pop("nodes").items()}
-        known = {f.name for f in fields(cls)}
-        return cls(nodes=nodes, **{k: v for k, v in data.items() if k in known})
+        known = {f.name for f in fields(cls)} - {"maps"}
+        state = cls(nodes=nodes, **{k: v for k, v in data.items() if k in known})
+        state.maps = map_items(nodes)
+        return state
+
+
+def map_items(nodes: dict[str, NodeState]) -> dict[str, MapItems]:
+    """ExecutionState.maps as the node states give it (what fold keeps, event by event)."""
+    maps: dict[str, MapItems] = {}
+    for node_id, node in nodes.items():
+        item = item_of(node_id)
+        if item is not None and node.status != TaskStatus.PENDING:
+            maps.setdefault(item[0], MapItems()).moved(
+                node_id, item[1], TaskStatus.PENDING, node.status
+            )
+    return maps
 
 
 _T = TypeVar("_T")
