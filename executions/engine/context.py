@@ -7,11 +7,6 @@ from executions.engine.state import ExecutionState
 
 def template_context(state: ExecutionState) -> dict[str, Any]:
     """What `{{ expr }}` and `when` see (CONTRACT §2)."""
-    return {
-        "input": state.input,
-        "nodes": {
-            node_id: {"output": node.output, "status": node.status}
-            for node_id, node in state.nodes.items()
-        },
-        "execution": {"id": state.execution_id},
-    }
+    # state.seen is what fold keeps of every node it folded an event for ({"output",
+    # "status"}, in the order the nodes came): templates only read it.
+    return {"input": state.input, "nodes": state.seen, "execution": {"id": state.execution_id}}

@@ -16,7 +16,7 @@ from executions.engine import readers as r
 from executions.engine import waits
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Event, EventType
-from executions.engine.state import ExecutionState, MapItems, NodeState, item_of
+from executions.engine.state import ExecutionState, MapItems, NodeState, item_of, seen
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from workflows.kinds import get_kind
 
@@ -42,28 +42,31 @@ def apply_event(state: ExecutionState, event: Event) -> None:
     handler = _HANDLERS.get(event.type)
     if handler is None:
         return
-    # Map items: the status each had before and has after the event, kept in state.maps.
     node_id = event.node_id
-    if node_id is not None and node_id[-1:] == "]":
+    if node_id is not None:
         touched: Iterable[str] = (node_id,)
     elif event.type == EventType.RETRY_REQUESTED:
-        touched = [n for n in p.decode(p.RetryRequested, event.data, event.payload).nodes]
+        touched = p.decode(p.RetryRequested, event.data, event.payload).nodes
     else:
-        handler(state, event)
+        handler(state, event)  # no node changes
         return
     nodes = state.nodes
     before = [(n, nodes[n].status if n in nodes else TaskStatus.PENDING) for n in touched]
     handler(state, event)
-    for item_id, old in before:
-        after = nodes.get(item_id)
-        new = after.status if after is not None else TaskStatus.PENDING
-        item = item_of(item_id) if new != old else None
+    # What fold keeps beside the node states (derived): what templates see of each node
+    # touched, and map items by status (ExecutionState.maps).
+    for changed, old in before:
+        after = nodes.get(changed)
+        if after is None:
+            continue
+        state.seen[changed] = seen(after)
+        item = item_of(changed) if after.status != old else None
         if item is not None:
             map_id, index = item
             tracked = state.maps.get(map_id)
             if tracked is None:
                 tracked = state.maps[map_id] = MapItems()
-            tracked.moved(item_id, index, old, new)
+            tracked.moved(changed, index, old, after.status)
 
 
 def _current(state: ExecutionState, event: Event) -> NodeState | None:

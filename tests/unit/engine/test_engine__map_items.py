@@ -1,6 +1,8 @@
-"""ExecutionState.maps, which fold keeps so decide looks only at the items that can change:
-it is what the node states give at every step, and decide through it decides exactly what
-the pass over every item decides."""
+"""What fold keeps beside the node states so decide need not rebuild it from every node on
+every call: ExecutionState.maps (decide looks only at the map items that can change) is
+what the node states give at every step, and decide through it decides exactly what the
+pass over every item decides; ExecutionState.seen (the template context's nodes) is what
+the node states give, in their order."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from executions.engine.context import template_context
 from executions.engine.decide import decide
 from executions.engine.events import EventType, Source
 from executions.engine.state import ExecutionState, MapItems, map_items
@@ -28,6 +31,11 @@ def decide_by_scanning(definition, state: ExecutionState) -> list:
 
 
 def check(definition, state: ExecutionState) -> None:
+    nodes = template_context(state)["nodes"]
+    assert list(nodes.items()) == [
+        (node_id, {"output": node.output, "status": node.status})
+        for node_id, node in state.nodes.items()
+    ]
     rebuilt = map_items(state.nodes)
     assert set(state.maps) >= set(rebuilt)
     for map_id, items in state.maps.items():
@@ -57,4 +65,7 @@ def test_the_map_index_is_the_node_states_and_decides_as_the_scan(case, seed, fl
     check(definition, state)
     # A snapshot's state rebuilds the same index.
     assert map_items(ExecutionState.from_dict(state.to_dict()).nodes) == map_items(state.nodes)
+    restored = ExecutionState.from_dict(state.to_dict())
+    assert list(restored.seen.items()) == list(state.seen.items())
     assert "maps" not in state.to_dict()
+    assert "seen" not in state.to_dict()
