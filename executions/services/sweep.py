@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import DateTimeField, ExpressionWrapper, F, Q, Value
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from executions import messages
@@ -33,6 +34,8 @@ from executions.services.timers import timer_fire
 log = logging.getLogger(__name__)
 
 BATCH = 500
+#: The longest an unclaimed attempt waits between two publishes, in republish intervals.
+REPUBLISH_BACKOFF_CAP = 16
 
 
 @dataclass
@@ -95,10 +98,23 @@ def _timeout_reason(attempt: Attempt, now: datetime) -> str:
 
 
 def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None:
-    """Scheduled attempts nobody claimed in time: their message was lost (or is slow)."""
-    cutoff = now - timedelta(seconds=settings.WORKFLOW_REPUBLISH_AFTER_SECONDS)
+    """Scheduled attempts nobody claimed in time: their message was lost (or is slow).
+
+    Each attempt backs off: it is sent again once it has waited WORKFLOW_REPUBLISH_AFTER_
+    SECONDS since its last publish *and* at least as long as it had waited, scheduled, at
+    that publish (up to REPUBLISH_BACKOFF_CAP intervals), so after 15, 30, 60, 120 s...
+    A deep but healthy queue (a wide fan-out behind two workers) then holds a few messages
+    per attempt, not one more every 15 s, while a message that was really lost is still
+    sent again within the first interval.
+    """
+    every = timedelta(seconds=settings.WORKFLOW_REPUBLISH_AFTER_SECONDS)
+    cutoff = now - every
+    # Capped: an attempt held by a long pause, published again on resume, has waited long.
+    waited = Least(F("published_at") - F("scheduled_at"), Value(every * REPUBLISH_BACKOFF_CAP))
+    backed_off = ExpressionWrapper(Value(now) - waited, output_field=DateTimeField())
     stale = (
         Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=cutoff)
+        .filter(published_at__lte=backed_off)
         .exclude(execution_id__in=skip)
         .exclude(execution__status=ExecutionStatus.PAUSED)  # held until resumed
     )
