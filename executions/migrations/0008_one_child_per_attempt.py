@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("executions", "0003_events_append_only"),
+        ("executions", "0007_timer_kind_timeout"),
         ("workflows", "0002_created_by"),
     ]
 
