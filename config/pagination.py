@@ -12,6 +12,8 @@ from typing import Any
 from django.conf import settings
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from config.fields import MAX_INT32
 from config.parsers import query_int
@@ -56,3 +58,39 @@ class LogPage(Page):
 
     default_limit = 500
     max_limit: int = getattr(settings, "WORKFLOW_API_MAX_LOG_PAGE_SIZE", 5000)
+
+
+class SeqPage(LogPage):
+    """An execution's events: keyset pages on seq. The view filters seq > after_seq; `next`
+    is the same query with after_seq set to the page's last seq (offset dropped), so a
+    page costs an index range scan whatever the history's length, and no COUNT(*) of it.
+    `previous` is null: the log is read forward (after_seq=0 starts again)."""
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
+        self.request = request
+        self.limit = self.get_limit(request)
+        self.offset = self.get_offset(request)
+        rows = list(queryset[self.offset : self.offset + self.limit + 1])
+        self.more = len(rows) > self.limit
+        self.rows = rows[: self.limit]
+        return self.rows
+
+    def get_next_link(self) -> str | None:
+        if not self.more or self.request is None:
+            return None
+        url = remove_query_param(self.request.build_absolute_uri(), self.offset_query_param)
+        return replace_query_param(url, "after_seq", self.rows[-1].seq)
+
+    def get_previous_link(self) -> str | None:
+        return None
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"next": self.get_next_link(), "previous": None, "results": data})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        link = {"type": "string", "nullable": True, "format": "uri"}
+        return {
+            "type": "object",
+            "required": ["results"],
+            "properties": {"next": link, "previous": link, "results": schema},
+        }

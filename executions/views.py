@@ -14,10 +14,11 @@ from rest_framework.views import APIView
 
 from config.fields import MAX_INT32
 from config.openapi import CONFLICT, query_parameter
-from config.pagination import LogPage
+from config.pagination import LogPage, SeqPage
 from config.parsers import query_int, query_text
 from executions import selectors
 from executions.filters import ExecutionFilter
+from executions.longpoll import wait_for_rows
 from executions.models import Execution
 from executions.serializers import (
     AttemptSerializer,
@@ -130,9 +131,17 @@ class TaskDetail(APIView):
         return Response(body)
 
 
+#: The longest ?wait= of GET .../events (CONTRACT 6: at most 30 seconds).
+MAX_WAIT_SECONDS = 30
+
+
 class EventList(generics.ListAPIView):
+    """The log by seq, in keyset pages (`next` carries after_seq); with ?wait=S a long
+    poll: answers as soon as an event after after_seq exists, or after S seconds with an
+    empty page."""
+
     serializer_class = EventSerializer
-    pagination_class = LogPage
+    pagination_class = SeqPage
 
     @extend_schema(
         parameters=[
@@ -144,9 +153,20 @@ class EventList(generics.ListAPIView):
                 maximum=MAX_INT32,
             ),
             query_parameter("node_id", "Only this node's events.", type="string", maxLength=80),
+            query_parameter(
+                "wait",
+                "Long poll: wait up to this many seconds for an event after after_seq "
+                "(and node_id), answering as soon as one exists; an empty page after that.",
+                type="integer",
+                minimum=0,
+                maximum=MAX_WAIT_SECONDS,
+            ),
         ]
     )
     def get(self, request: Request, *args, **kwargs) -> Response:
+        wait = query_int(request, "wait", default=0, maximum=MAX_WAIT_SECONDS)
+        if wait:
+            wait_for_rows(self.get_queryset(), seconds=wait)
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):

@@ -162,3 +162,20 @@ def test_the_schema_documents_the_list_filters(api) -> None:
     schema = api.get("/schema", HTTP_ACCEPT="application/json").json()
     names = {p["name"] for p in schema["paths"]["/executions"]["get"]["parameters"]}
     assert {"status", "workflow", "created_after", "created_before", "has_failed_nodes"} <= names
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ({"created_before": "1655-08-15T08:27:13-18:08"}, False),
+        ({"created_after": "0001-01-01T00:00:00+10:00"}, True),
+        ({"created_before": "9999-12-31T23:59:59-10:00"}, True),
+    ],
+)
+def test_dates_any_iso_offset_and_the_ends_of_time(api, query, found) -> None:
+    """PostgreSQL takes offsets up to 15:59 only; some moments have no UTC form in Python."""
+    version = make_version(APPROVAL)
+    waiting(1, version)
+    response = api.get("/executions", {"workflow": version.workflow.name, **query})
+    assert response.status_code == 200, response.content
+    assert bool(response.json()["results"]) is found
