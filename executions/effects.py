@@ -99,6 +99,10 @@ def _apply_effect(
         cancel_children(execution, event.node_id or "", outbox)
     elif kind in _ENDINGS and execution.parent_execution_id is not None:
         outbox.add(lambda: messages.publish_parent_notify(str(execution.pk)))
+    elif kind in _ENDINGS and (execution.engine_key or "").startswith("schedule:"):
+        # A buffered fire of its schedule (overlap buffer_one) may start now.
+        schedule_id = (execution.engine_key or "").split(":")[1]
+        outbox.add(partial(messages.publish_schedule_release, schedule_id))
 
 
 def start_timer(

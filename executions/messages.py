@@ -44,6 +44,16 @@ def publish_parent_notify(child_id: str) -> None:
     _safely(lambda: notify_parent.apply_async(args=(child_id,)), f"notify parent of {child_id}")
 
 
+def publish_schedule_release(schedule_id: str) -> None:
+    """schedules.tasks.release_schedule, by name: the schedules app sits above this one."""
+    from config.celery import app
+
+    _safely(
+        lambda: app.send_task("schedules.tasks.release_schedule", args=(schedule_id,)),
+        f"release schedule {schedule_id}",
+    )
+
+
 def publish_cancel(execution_id: str) -> None:
     from executions.tasks import cancel_execution
 

@@ -86,3 +86,17 @@ def tick_for(expression: str, tz_name: str, now: datetime) -> datetime:
     one beat message (a redelivery, a retried publish) maps to the same tick.
     """
     return _iter(expression, tz_name, now + CLOCK_SKEW).get_prev(datetime).astimezone(UTC)
+
+
+def fires_between(
+    expression: str, tz_name: str, after: datetime, until: datetime, limit: int
+) -> list[datetime]:
+    """Fire times (UTC) in (after, until], oldest first; at most the `limit` latest."""
+    found: list[datetime] = []
+    moments = _iter(expression, tz_name, until + timedelta(microseconds=1))
+    while len(found) < limit:
+        moment = moments.get_prev(datetime).astimezone(UTC)
+        if moment <= after:
+            break
+        found.append(moment)
+    return found[::-1]

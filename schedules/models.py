@@ -18,6 +18,26 @@ from django_celery_beat.models import PeriodicTask
 from schedules.cron import next_fire
 
 
+class Overlap(models.TextChoices):
+    """What a fire does while an execution this schedule started is still running."""
+
+    ALLOW = "allow"
+    SKIP = "skip"
+    #: Keep one fire, started when the running one ends (later ones are skipped).
+    BUFFER_ONE = "buffer_one"
+    #: Cancel the running ones, start anyway.
+    CANCEL_OTHER = "cancel_other"
+
+
+class Catchup(models.TextChoices):
+    """Which fire times missed while beat was down run when it is back."""
+
+    NONE = "none"
+    LAST = "last"
+    #: Every one within catchup_window_seconds, oldest first.
+    ALL = "all"
+
+
 class Schedule(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workflow = models.ForeignKey(
@@ -35,6 +55,12 @@ class Schedule(models.Model):
     timezone = models.CharField(max_length=64, default="UTC")
     input = models.JSONField(default=dict, blank=True)
     enabled = models.BooleanField(default=True)
+    overlap = models.CharField(max_length=16, choices=Overlap.choices, default=Overlap.SKIP)
+    catchup = models.CharField(max_length=8, choices=Catchup.choices, default=Catchup.LAST)
+    catchup_window_seconds = models.PositiveIntegerField(default=3600)
+    #: The latest fire time handled (started, skipped, buffered or passed over): the next
+    #: fires are those after it. Null: none yet (fires after created_at count).
+    last_fire_at = models.DateTimeField(null=True, blank=True)
     periodic_task = models.OneToOneField(
         PeriodicTask, on_delete=models.PROTECT, related_name="workflow_schedule", editable=False
     )
@@ -60,3 +86,32 @@ class Schedule(models.Model):
         if not self.enabled:
             return None
         return next_fire(self.cron, self.timezone, timezone.now())
+
+
+class FireOutcome(models.TextChoices):
+    STARTED = "started"
+    SKIPPED = "skipped"
+    #: Waiting for the running execution to end (overlap buffer_one).
+    BUFFERED = "buffered"
+
+
+class ScheduleFire(models.Model):
+    """One fire time of a schedule and what came of it: at most one per (schedule, fire
+    time), however many beats fire the schedule or messages repeat."""
+
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="fires")
+    fire_time = models.DateTimeField()
+    outcome = models.CharField(max_length=16, choices=FireOutcome.choices)
+    execution = models.ForeignKey(
+        "executions.Execution", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["fire_time"]
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "fire_time"], name="one_fire_per_time")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schedule_id} @ {self.fire_time:%Y-%m-%d %H:%M:%S}: {self.outcome}"

@@ -9,7 +9,7 @@ from config.fields import (
     StrictIntegerField,
     WorkflowRefField,
 )
-from schedules.models import Schedule
+from schedules.models import Catchup, Overlap, Schedule
 
 
 class ScheduleCreateSerializer(serializers.Serializer):
@@ -32,6 +32,21 @@ class ScheduleCreateSerializer(serializers.Serializer):
         required=False, default=dict, allow_null=True, help_text="Any JSON; null means {}."
     )
     enabled = StrictBooleanField(required=False, default=True)
+    overlap = serializers.ChoiceField(
+        choices=Overlap.choices,
+        required=False,
+        default=Overlap.SKIP,
+        help_text="While an execution it started runs: allow, skip, buffer_one, cancel_other.",
+    )
+    catchup = serializers.ChoiceField(
+        choices=Catchup.choices,
+        required=False,
+        default=Catchup.LAST,
+        help_text="Fires missed while beat was down: none, last, all (within the window).",
+    )
+    catchup_window_seconds = StrictIntegerField(
+        required=False, default=3600, min_value=0, max_value=MAX_INT32
+    )
 
 
 class ScheduleUpdateSerializer(serializers.Serializer):
@@ -41,6 +56,15 @@ class ScheduleUpdateSerializer(serializers.Serializer):
     enabled = StrictBooleanField(
         required=False, help_text="false pauses the schedule, true resumes it."
     )
+    cron = StrictCharField(
+        required=False, max_length=100, help_text="A new cron: fires from now on."
+    )
+    input = serializers.JSONField(
+        required=False, allow_null=True, help_text="Any JSON; null means {}."
+    )
+    overlap = serializers.ChoiceField(choices=Overlap.choices, required=False)
+    catchup = serializers.ChoiceField(choices=Catchup.choices, required=False)
+    catchup_window_seconds = StrictIntegerField(required=False, min_value=0, max_value=MAX_INT32)
 
 
 class ScheduleSerializer(serializers.ModelSerializer):
@@ -67,6 +91,10 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "timezone",
             "input",
             "enabled",
+            "overlap",
+            "catchup",
+            "catchup_window_seconds",
+            "last_fire_at",
             "next_run_at",
             "created_at",
             "created_by",

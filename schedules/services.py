@@ -8,6 +8,7 @@ polls to pick the change up without a restart.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import uuid
@@ -19,10 +20,13 @@ from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
+from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Execution
+from executions.services.control import NotAllowed, execution_cancel
 from executions.services.start import execution_start
-from schedules.cron import CronError, cron_fields, tick_for, zone
-from schedules.models import Schedule
+from schedules.cron import CLOCK_SKEW, CronError, cron_fields, fires_between, tick_for, zone
+from schedules.models import FireOutcome, Overlap, Schedule, ScheduleFire
+from schedules.policy import MAX_CATCHUP, overlap_outcome, to_fire
 from schedules.selectors import schedule_get
 from workflows.models import WorkflowDefinition, WorkflowVersion
 from workflows.selectors import version_resolve
@@ -72,6 +76,9 @@ def schedule_create(
     timezone_name: str = "UTC",
     input: Any = None,
     enabled: bool = True,
+    overlap: str = Overlap.SKIP,
+    catchup: str = "last",
+    catchup_window_seconds: int = 3600,
     by: str = "",
 ) -> Schedule:
     """A schedule and the beat entry that fires it; raises ValidationError naming the field."""
@@ -98,6 +105,9 @@ def schedule_create(
             timezone=timezone_name,
             input={} if input is None else input,
             enabled=enabled,
+            overlap=overlap,
+            catchup=catchup,
+            catchup_window_seconds=catchup_window_seconds,
             periodic_task=task,
             created_by=by,
             updated_by=by,
@@ -118,6 +128,32 @@ def schedule_set_enabled(*, schedule: Schedule, enabled: bool, by: str = "") -> 
     return schedule
 
 
+def schedule_update(*, schedule: Schedule, changes: dict[str, Any], by: str = "") -> Schedule:
+    """PATCH: cron, input, enabled, overlap, catchup, catchup_window_seconds; an absent
+    key is unchanged. A new cron fires from now on (no catch-up of its past ticks)."""
+    if "enabled" in changes:
+        schedule_set_enabled(schedule=schedule, enabled=changes["enabled"], by=by)
+    fields = ["updated_by", "updated_at"]
+    with transaction.atomic():
+        if "cron" in changes:
+            crontab_fields = _validated(changes["cron"], schedule.timezone)
+            schedule.cron = " ".join(changes["cron"].split())
+            schedule.last_fire_at = timezone.now()
+            fields += ["cron", "last_fire_at"]
+            task = PeriodicTask.objects.get(pk=schedule.periodic_task_id)
+            # Ours always has a crontab (schedule_create).
+            CrontabSchedule.objects.filter(pk=task.crontab_id or 0).update(**crontab_fields)
+            task.save()  # bumps the beat's change marker: it reloads the entry
+        for name in ("input", "overlap", "catchup", "catchup_window_seconds"):
+            if name in changes:
+                value = changes[name]
+                setattr(schedule, name, {} if name == "input" and value is None else value)
+                fields.append(name)
+        schedule.updated_by = by
+        schedule.save(update_fields=fields)
+    return schedule
+
+
 def schedule_delete(*, schedule: Schedule) -> None:
     """Remove the schedule and its beat entry; executions it started are kept."""
     with transaction.atomic():
@@ -131,18 +167,94 @@ def schedule_delete(*, schedule: Schedule) -> None:
 
 
 def schedule_run(*, schedule_id: str, now: datetime | None = None) -> Execution | None:
-    """Start the execution for the tick `now` falls in; at most one per (schedule, tick).
+    """Handle the fire times due at `now`: at most one execution per (schedule, fire time).
 
-    None when there is nothing to do: the schedule was deleted or disabled after the beat
-    sent the message. A duplicate message for a tick returns the execution already started:
-    the tick's engine key `schedule:<id>:<tick>` (Execution.engine_key, a namespace no
-    client Idempotency-Key can reach) finds it, whichever version was latest then.
+    The fires after the last one handled (the current tick alone for a schedule that has
+    fired none yet) are chosen by `catchup` (schedules/policy.py), and each runs, is
+    skipped or buffered by `overlap`; each gets a ScheduleFire row. The schedule's row
+    lock serializes beats firing it at once, and the fire's engine key
+    `schedule:<id>:<tick>` (a namespace no client Idempotency-Key can reach) its start.
+    None when there is nothing to start (deleted, disabled, skipped); a duplicate message
+    for a tick returns the execution that tick started.
     """
-    schedule = schedule_get(schedule_id=schedule_id)
-    if schedule is None or not schedule.enabled:
+    found = schedule_get(schedule_id=schedule_id)
+    if found is None:
         return None
-    tick = tick_for(schedule.cron, schedule.timezone, now or timezone.now())
-    key = f"schedule:{schedule.pk}:{tick.isoformat()}"
+    now = now or timezone.now()
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().filter(pk=found.pk).first()
+        if schedule is None or not schedule.enabled:
+            return None
+        started = _release_buffered(schedule)
+        current = tick_for(schedule.cron, schedule.timezone, now)
+        if schedule.last_fire_at is None:
+            due = [current]
+        else:
+            until = now + CLOCK_SKEW
+            due = fires_between(
+                schedule.cron, schedule.timezone, schedule.last_fire_at, until, MAX_CATCHUP
+            )
+        if not due:
+            fire = ScheduleFire.objects.filter(schedule=schedule, fire_time=current).first()
+            return fire.execution if fire is not None else started
+        for fire_time in to_fire(
+            due, catchup=schedule.catchup, window_seconds=schedule.catchup_window_seconds, now=now
+        ):
+            started = _fire(schedule, fire_time) or started
+        schedule.last_fire_at = due[-1]
+        schedule.save(update_fields=["last_fire_at"])
+        return started
+
+
+def _running(schedule: Schedule) -> list[Execution]:
+    fires = ScheduleFire.objects.filter(schedule=schedule, execution__isnull=False)
+    fires = fires.exclude(execution__status__in=EXECUTION_TERMINAL).select_related("execution")
+    return [fire.execution for fire in fires if fire.execution is not None]
+
+
+def _fire(schedule: Schedule, fire_time: datetime) -> Execution | None:
+    existing = ScheduleFire.objects.filter(schedule=schedule, fire_time=fire_time).first()
+    if existing is not None:
+        return existing.execution
+    running = _running(schedule)
+    buffered = ScheduleFire.objects.filter(schedule=schedule, outcome=FireOutcome.BUFFERED)
+    outcome = overlap_outcome(schedule.overlap, running=bool(running), buffered=buffered.exists())
+    if outcome == FireOutcome.STARTED and schedule.overlap == Overlap.CANCEL_OTHER:
+        for other in running:
+            with contextlib.suppress(NotAllowed):
+                execution_cancel(execution_id=other.pk, by=f"schedule:{schedule.pk}")
+    execution = _start(schedule, fire_time) if outcome == FireOutcome.STARTED else None
+    ScheduleFire.objects.create(
+        schedule=schedule, fire_time=fire_time, outcome=outcome, execution=execution
+    )
+    return execution
+
+
+def _release_buffered(schedule: Schedule) -> Execution | None:
+    """Start the buffered fire once nothing the schedule started runs (overlap buffer_one)."""
+    fire = ScheduleFire.objects.filter(schedule=schedule, outcome=FireOutcome.BUFFERED).first()
+    if fire is None or _running(schedule):
+        return None
+    fire.execution = _start(schedule, fire.fire_time)
+    fire.outcome = FireOutcome.STARTED
+    fire.save(update_fields=["execution", "outcome"])
+    return fire.execution
+
+
+def schedule_release(*, schedule_id: str) -> Execution | None:
+    """An execution a schedule started ended: start its buffered fire, if any."""
+    found = schedule_get(schedule_id=schedule_id)
+    if found is None:
+        return None
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().filter(pk=found.pk).first()
+        if schedule is None or not schedule.enabled:
+            return None
+        return _release_buffered(schedule)
+
+
+def _start(schedule: Schedule, fire_time: datetime) -> Execution | None:
+    key = f"schedule:{schedule.pk}:{fire_time.isoformat()}"
     version = schedule.version or version_resolve(workflow=schedule.workflow, number=None)
     if version is None:
         log.error("schedule %s: workflow %s has no version to run", schedule.pk, schedule.workflow)

@@ -6,7 +6,7 @@ from celery import shared_task
 
 from executions.engine.events import Source
 from executions.services.containment import boundary
-from schedules.services import schedule_run
+from schedules.services import schedule_release, schedule_run
 
 
 # acks_late + reject_on_worker_lost: a tick whose worker died is redelivered, and the
@@ -17,5 +17,15 @@ def run_schedule(schedule_id: str) -> str | None:
     # there (an execution that started and broke is ended inside execution_start).
     with boundary(f"schedule {schedule_id}", lambda: None, source=Source.API):
         execution = schedule_run(schedule_id=schedule_id)
+        return str(execution.pk) if execution is not None else None
+    return None
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def release_schedule(schedule_id: str) -> str | None:
+    """An execution the schedule started ended: its buffered fire (overlap buffer_one) may
+    start. Sent by name from executions.effects (executions does not import schedules)."""
+    with boundary(f"schedule {schedule_id}", lambda: None, source=Source.API):
+        execution = schedule_release(schedule_id=schedule_id)
         return str(execution.pk) if execution is not None else None
     return None

@@ -19,7 +19,7 @@ from schedules.serializers import (
     ScheduleSerializer,
     ScheduleUpdateSerializer,
 )
-from schedules.services import schedule_create, schedule_delete, schedule_set_enabled
+from schedules.services import schedule_create, schedule_delete, schedule_update
 
 
 def _schedule(schedule_id: str) -> Schedule:
@@ -52,6 +52,9 @@ class ScheduleListCreate(generics.ListAPIView):
             timezone_name=data["timezone"],
             input={} if data["input"] is None else data["input"],
             enabled=data["enabled"],
+            overlap=data["overlap"],
+            catchup=data["catchup"],
+            catchup_window_seconds=data["catchup_window_seconds"],
             by=request.user.get_username(),
         )
         created = _schedule(str(schedule.pk))
@@ -72,13 +75,10 @@ class ScheduleDetail(generics.GenericAPIView):
         schedule = _schedule(schedule_id)
         body = ScheduleUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        if "enabled" in body.validated_data:
-            schedule_set_enabled(
-                schedule=schedule,
-                enabled=body.validated_data["enabled"],
-                by=request.user.get_username(),
-            )
-        return Response(ScheduleSerializer(schedule).data)
+        schedule_update(
+            schedule=schedule, changes=dict(body.validated_data), by=request.user.get_username()
+        )
+        return Response(ScheduleSerializer(_schedule(schedule_id)).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, schedule_id: str) -> Response:

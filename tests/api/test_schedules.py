@@ -166,7 +166,7 @@ TICK = datetime(2025, 6, 1, 8, 5, tzinfo=UTC)
 
 
 def test_one_execution_per_tick_however_often_the_task_runs(api, version, monkeypatch) -> None:
-    schedule_id = _create(api, cron="*/5 * * * *", input={"n": 7})["id"]
+    schedule_id = _create(api, cron="*/5 * * * *", input={"n": 7}, overlap="allow")["id"]
     # A redelivered message, a slow worker, a worker whose clock is a little behind.
     for delay in (timedelta(seconds=1), timedelta(seconds=40), timedelta(seconds=-2)):
         _at(monkeypatch, TICK + delay)
