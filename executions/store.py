@@ -28,6 +28,7 @@ from executions.engine.fold import apply_event, fold
 from executions.engine.state import ExecutionState
 from executions.models import Event, Execution
 from executions.projections import project_tasks, save_execution
+from monitoring.tally import Tally
 from workflows.dsl import Definition
 
 #: Save a new snapshot once this many events have been appended since the last one.
@@ -236,10 +237,13 @@ class UnitOfWork:
         self._rows: list[Event] = []
         self._appended: list[Decision] = []
         self._applied = 0
+        #: The metrics' deltas, staged with the events at commit (monitoring/tally.py).
+        self.tally = Tally(state)
 
     def append(self, decisions: Sequence[Decision], *, source: Source) -> None:
         """Fold `decisions` into the state as events from `source`, and stage their rows."""
         execution = self.execution
+        self.tally.note(decisions, self.state)
         for decision in decisions:
             seq = execution.last_seq + 1
             apply_event(self.state, decision.as_event(seq, self.now))
@@ -278,6 +282,7 @@ class UnitOfWork:
             execution.snapshot_seq = state.last_seq
         save_execution(execution, state, snapshot=snapshot)
         project_tasks(execution, state, touched_nodes(self._appended), self.definition)
+        self.tally.stage(execution, state, self._appended, self.now)
         self._rows, self._appended, self._applied = [], [], 0
 
 
