@@ -9,7 +9,6 @@ from typing import Any
 
 from executions.engine.state import ExecutionState, NodeState
 from executions.models import Execution, Task
-from monitoring.tally import tasks_created
 from workflows.dsl import Definition
 
 EXECUTION_FIELDS = ("status", "output", "error", "started_at", "ended_at")
@@ -39,7 +38,6 @@ def create_tasks(execution: Execution, definition: Definition) -> None:
     Task.objects.bulk_create(
         Task(execution=execution, node_id=node.id, type=node.type) for node in definition.nodes
     )
-    tasks_created(len(definition.nodes))
 
 
 def project(

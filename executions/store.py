@@ -282,7 +282,7 @@ class UnitOfWork:
             execution.snapshot_seq = state.last_seq
         save_execution(execution, state, snapshot=snapshot)
         project_tasks(execution, state, touched_nodes(self._appended), self.definition)
-        self.tally.stage(execution, state, self._appended, self.now)
+        self.tally.stage(execution, state, self._appended, self.now, self.definition)
         self._rows, self._appended, self._applied = [], [], 0
 
 

@@ -29,14 +29,16 @@ def totals(get_model: GetModel) -> dict[Key, float]:
     event = get_model("executions", "Event")
     attempt = get_model("executions", "Attempt")
     sums: dict[Key, float] = defaultdict(float)
-    # Executions with no event yet (a start_at still ahead) are counted when they start.
+    # Executions with no event yet (a start_at still ahead), and their tasks, are counted
+    # when they start.
     started = execution.objects.filter(last_seq__gt=0).order_by()
     for row in started.values("status").annotate(n=Count("pk")):
         sums[("workflow_executions", labels_key({"status": row["status"]}))] += row["n"]
     events = started.aggregate(n=Sum("last_seq"))["n"] or 0
     if events:
         sums[("workflow_events", labels_key({}))] += events
-    for row in task.objects.order_by().values("status").annotate(n=Count("pk")):
+    tasks = task.objects.filter(execution__last_seq__gt=0).order_by()
+    for row in tasks.values("status").annotate(n=Count("pk")):
         sums[("workflow_tasks", labels_key({"status": row["status"]}))] += row["n"]
     ended = event.objects.filter(type__in=list(WORKFLOW_COUNTERS)).order_by()
     for row in ended.values("type", "execution__workflow__name").annotate(n=Count("pk")):

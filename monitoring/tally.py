@@ -19,7 +19,7 @@ from typing import Any
 from executions.engine.events import Decision, EventType
 from executions.engine.state import ExecutionState
 from monitoring.models import MetricDelta
-from workflows.dsl.model import COMPENSATION_SUFFIX
+from workflows.dsl.model import COMPENSATION_SUFFIX, Definition
 
 #: Counters by the event that counts them, labelled by workflow (Prometheus adds _total).
 WORKFLOW_COUNTERS = {
@@ -51,8 +51,10 @@ class Tally:
     """The metrics side of one UnitOfWork: statuses before it, deltas at its commit."""
 
     def __init__(self, state: ExecutionState) -> None:
-        # No event yet: the execution's row is new to the metrics (counted on first commit).
-        self.execution_before: str | None = str(state.status) if state.last_seq else None
+        #: No event yet: the execution's rows are new to the metrics, counted at the first
+        #: commit (in the start's transaction, or when a start_at timer fires).
+        self.first = not state.last_seq
+        self.execution_before: str | None = None if self.first else str(state.status)
         self.nodes_before: dict[str, str | None] = {}
 
     def note(self, decisions: Iterable[Decision], state: ExecutionState) -> None:
@@ -68,11 +70,23 @@ class Tally:
                     )
 
     def stage(
-        self, execution: Any, state: ExecutionState, appended: Sequence[Decision], now: datetime
+        self,
+        execution: Any,
+        state: ExecutionState,
+        appended: Sequence[Decision],
+        now: datetime,
+        definition: Definition | None,
     ) -> None:
-        """Insert the unit's deltas (inside its transaction), and start afresh."""
+        """Insert the unit's deltas (inside its transaction), and start afresh.
+
+        `definition`: the one decide read. An execution's first unit that decided with it
+        started normally, so the Task rows of its nodes were created with it, pending (a
+        start that failed before creating them ends through an engine error, without it)."""
         data = deltas(self, state, appended, now)
-        self.execution_before = str(state.status)
+        if self.first and definition is not None:
+            created = ["workflow_tasks", GLOBAL, {"status": "pending"}, len(definition.nodes)]
+            data["n"].append(created)
+        self.first, self.execution_before = False, str(state.status)
         self.nodes_before = {}
         if data["n"] or data["a"]:
             data.update(w=execution.workflow_id, v=execution.version_id, e=str(execution.pk))
@@ -147,11 +161,3 @@ def _count(
         if node is not None and attempt in node.started_attempts:
             moves[("tasks_running", node_id, "")] -= 1
             finished.append([node_id, attempt, RESULTS[kind], now.isoformat()])
-
-
-def tasks_created(count: int) -> None:
-    """A new execution's Task rows, all pending (inside the transaction that creates them)."""
-    if count:
-        MetricDelta.objects.create(
-            data={"n": [["workflow_tasks", GLOBAL, {"status": "pending"}, count]], "a": []}
-        )
