@@ -1,7 +1,9 @@
+import logging.config
 import os
+from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import setup_logging, task_prerun, worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -18,3 +20,31 @@ def _pool_child_started(**_: object) -> None:
     from executions.worker import watchdog
 
     watchdog.replace_process_on_expiry = True
+
+
+@setup_logging.connect
+def _logging(loglevel: Any = None, **_: object) -> None:
+    """Workers and beat log like the web processes (settings.LOGGING: JSON lines with the
+    engine's context, or plain), at the level given by `-l`, instead of Celery's format."""
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
+    if loglevel:
+        logging.getLogger().setLevel(loglevel)
+
+
+@task_prerun.connect
+def _fresh_log_context(**_: object) -> None:
+    """Each task's log lines carry its own context, not the previous task's."""
+    from config import logs
+
+    logs.clear()
+
+
+@worker_init.connect
+def _tracing(**_: object) -> None:
+    """Export spans where WORKFLOW_OTEL_EXPORTER says (config/tracing.py); the prefork
+    children inherit the provider (OpenTelemetry restarts its export thread after fork)."""
+    from config import tracing
+
+    tracing.configure()

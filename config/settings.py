@@ -12,6 +12,8 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
+from config.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("WORKFLOW_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -187,6 +189,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Task events, so Flower and `celery events` see every task (README: Telemetry). Each
+# task then sends a few small event messages; WORKFLOW_CELERY_EVENTS=0 turns them off.
+CELERY_WORKER_SEND_TASK_EVENTS = _flag("WORKFLOW_CELERY_EVENTS", default=True)
+CELERY_TASK_SEND_SENT_EVENT = CELERY_WORKER_SEND_TASK_EVENTS
 CELERY_TASK_DEFAULT_QUEUE = "orchestrator"
 # Declared so that a plain `celery -A config worker` consumes both queues.
 CELERY_TASK_QUEUES = (Queue("orchestrator"), Queue("nodes"))
@@ -195,6 +201,20 @@ CELERY_TASK_ROUTES = {
     "nodes.tasks.*": {"queue": "nodes"},
     "schedules.tasks.*": {"queue": "orchestrator"},
 }
+# Node types with a queue of their own, "type:queue,...", e.g. "http:http" to run HTTP
+# nodes on workers started with `-Q http` (README: Scaling workers per node type). The
+# other types go to `nodes`. Attempts then always travel through their queue: a worker
+# does not run the execution's next attempt itself (eager dispatch) when this is set.
+WORKFLOW_NODE_QUEUES: dict[str, str] = {}
+for _route in _list("WORKFLOW_NODE_QUEUES"):
+    _type, _, _queue = _route.partition(":")
+    if not _type.strip() or not _queue.strip():
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"WORKFLOW_NODE_QUEUES: {_route!r} is not 'node_type:queue' (e.g. http:http)"
+        )
+    WORKFLOW_NODE_QUEUES[_type.strip()] = _queue.strip()
 # django-celery-beat's DatabaseScheduler with a heartbeat for healthchecks (schedules/beat.py).
 CELERY_BEAT_SCHEDULER = "schedules.beat:Scheduler"
 WORKFLOW_SWEEP_INTERVAL = float(os.environ.get("WORKFLOW_SWEEP_INTERVAL", "1.0"))
@@ -343,9 +363,7 @@ SECURE_HSTS_PRELOAD = WORKFLOW_TLS and _flag("SECURE_HSTS_PRELOAD")
 SECURE_SSL_REDIRECT = WORKFLOW_TLS and _flag("SECURE_SSL_REDIRECT")
 SESSION_COOKIE_HTTPONLY = True
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-}
+# JSON lines with each line's execution, node, attempt and worker (config/logs.py), or
+# WORKFLOW_LOG_FORMAT=plain for people (the demo's children use it).
+WORKFLOW_LOG_FORMAT = os.environ.get("WORKFLOW_LOG_FORMAT", "json").strip().lower()
+LOGGING = logging_config(WORKFLOW_LOG_FORMAT, os.environ.get("LOG_LEVEL", "WARNING"))

@@ -39,6 +39,11 @@ def _schedule_attempts(
     execution: Execution, events: Sequence[Decision], now: datetime, outbox: messages.Outbox
 ) -> None:
     """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds)."""
+    scheduled = [
+        d
+        for d in events
+        if d.type == EventType.TASK_SCHEDULED and d.data.get("type") in WORKER_TYPES
+    ]
     rows = [
         Attempt(
             execution=execution,
@@ -48,23 +53,28 @@ def _schedule_attempts(
             scheduled_at=now,
             published_at=now,
         )
-        for d in events
-        if d.type == EventType.TASK_SCHEDULED and d.data.get("type") in WORKER_TYPES
+        for d in scheduled
     ]
     if rows:
         Attempt.objects.bulk_create(rows, batch_size=500)
-        ids = [row.pk for row in rows]
+        sends = [
+            (row.pk, row.node_id, row.attempt, d.data["type"])
+            for row, d in zip(rows, scheduled, strict=True)
+        ]
+        workflow_id = execution.workflow_id
         # Fault injection: an attempt hit by duplicate_delivery is published twice.
         twice = {
             (d.node_id, d.attempt)
             for d in events
             if d.type == EventType.FAULT_INJECTED and d.data.get("fault") == DUPLICATE_DELIVERY
         }
-        ids += [row.pk for row in rows if (row.node_id, row.attempt) in twice]
+        sends += [send for send in sends if (send[1], send[2]) in twice]
 
         def publish() -> None:
-            for attempt_id in ids:
-                messages.publish_attempt(attempt_id)
+            workflow = messages.workflow_name(workflow_id)
+            for attempt_id, node_id, attempt, kind in sends:
+                shadow = messages.attempt_name(workflow, node_id, attempt)
+                messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind)
 
         outbox.add(publish)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import lru_cache
 
+from django.conf import settings
 from django.db import transaction
 
 log = logging.getLogger(__name__)
@@ -21,10 +23,37 @@ def _safely(send: Callable[[], object], what: str) -> None:
         log.warning("could not publish %s; the sweeper will retry", what, exc_info=True)
 
 
-def publish_attempt(attempt_id: int) -> None:
+def attempt_name(workflow: str, node_id: str, attempt: int) -> str:
+    """The name Flower and `celery inspect` show for an attempt's run_task message."""
+    return f"wf:{workflow}/{node_id}#{attempt}"
+
+
+@lru_cache(maxsize=1024)
+def workflow_name(workflow_id: int) -> str:
+    """A workflow's name for attempt_name (names are slugs given at creation)."""
+    from workflows.models import WorkflowDefinition
+
+    return WorkflowDefinition.objects.values_list("name", flat=True).get(pk=workflow_id)
+
+
+def node_queue(node_type: str) -> str | None:
+    """The queue WORKFLOW_NODE_QUEUES gives this node type (None: the `nodes` queue)."""
+    return settings.WORKFLOW_NODE_QUEUES.get(node_type)
+
+
+def publish_attempt(attempt_id: int, shadow: str | None = None, node_type: str = "") -> None:
+    """`shadow`: the readable task name (attempt_name) the message carries for monitors;
+    `node_type`: routes it to the type's own queue, if WORKFLOW_NODE_QUEUES names one."""
     from executions.worker.runtime import run_task
 
-    _safely(lambda: run_task.apply_async(args=(attempt_id,)), f"attempt {attempt_id}")
+    queue = node_queue(node_type)
+
+    def send() -> object:
+        if queue is None:  # CELERY_TASK_ROUTES: the nodes queue
+            return run_task.apply_async(args=(attempt_id,), shadow=shadow)
+        return run_task.apply_async(args=(attempt_id,), shadow=shadow, queue=queue)
+
+    _safely(send, f"attempt {attempt_id}")
 
 
 def publish_timer(timer_id: int, delay_seconds: float) -> None:

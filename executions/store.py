@@ -19,6 +19,7 @@ from django.utils import timezone
 from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
 
+from config import logs
 from executions import messages
 from executions.effects import apply_effects
 from executions.engine.chain import Linked, event_hash
@@ -38,6 +39,7 @@ SNAPSHOT_EVERY = 50
 def lock_execution(execution_id: UUID | str) -> Execution:
     """The execution row, locked until the transaction ends. Call inside atomic()."""
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
+    logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
     queryset = Execution.objects.all()
     if str(execution_id) in _STATES:
         # The snapshot column is O(nodes) JSON; load_state will not need it.

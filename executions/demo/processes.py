@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +31,9 @@ class DemoProcesses:
 
     def __init__(self, out: Callable[[str], None]):
         self.out = out
-        self.supervisor = Supervisor(Path(settings.VAR_DIR) / "logs", environment())
+        # Logs for a person reading var/logs/ (config/logs.py), unless asked otherwise.
+        plain = environment(WORKFLOW_LOG_FORMAT=os.environ.get("WORKFLOW_LOG_FORMAT", "plain"))
+        self.supervisor = Supervisor(Path(settings.VAR_DIR) / "logs", plain)
 
     @property
     def children(self) -> list[Process]:

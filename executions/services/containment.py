@@ -23,6 +23,7 @@ from uuid import UUID
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
+from config import logs
 from executions import store
 from executions.engine.containment import engine_error_data
 from executions.engine.events import Decision, EventType, Source
@@ -128,15 +129,16 @@ def boundary(
     """Contain what the block raises to the execution `execution_of()` names (called only
     after a failure). Transient database errors are re-raised when asked (a Celery task:
     the worker logs the failure, the sweeper redoes from the database what it left), else
-    logged."""
-    try:
-        yield
-    except TRANSIENT:
-        if reraise_transient:
-            raise
-        log.warning("%s: database unavailable; the next tick retries", where, exc_info=True)
-    except Exception as exc:
-        contain(exc, where=where, execution_id=_resolve(execution_of), source=source)
+    logged. The execution a block binds to the log context is unbound at its end."""
+    with logs.scope():
+        try:
+            yield
+        except TRANSIENT:
+            if reraise_transient:
+                raise
+            log.warning("%s: database unavailable; the next tick retries", where, exc_info=True)
+        except Exception as exc:
+            contain(exc, where=where, execution_id=_resolve(execution_of), source=source)
 
 
 def _resolve(execution_of: Callable[[], UUID | str | None]) -> UUID | str | None:

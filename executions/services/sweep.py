@@ -17,14 +17,14 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import DateTimeField, ExpressionWrapper, F, Q, Value
+from django.db.models import DateTimeField, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Least
 from django.utils import timezone
 
 from executions import messages
 from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
-from executions.models import Attempt, AttemptStatus, Execution, Timer
+from executions.models import Attempt, AttemptStatus, Execution, Task, Timer
 from executions.services.advance import execution_advance
 from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
 from executions.services.children import children_pending_notice, parent_notify
@@ -118,14 +118,22 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
         .exclude(execution_id__in=skip)
         .exclude(execution__status=ExecutionStatus.PAUSED)  # held until resumed
     )
-    rows = stale.values_list("pk", "published_at", "execution_id")[:BATCH]
-    for attempt_id, published_at, execution_id in rows:
+    # The workflow and node type name and route the message (messages.publish_attempt).
+    node_type = Task.objects.filter(
+        execution=OuterRef("execution"), node_id=OuterRef("node_id")
+    ).values("type")[:1]
+    columns = ("pk", "published_at", "execution_id", "execution__workflow__name", "node_id")
+    rows = stale.annotate(node_type=Subquery(node_type)).values_list(
+        *columns, "attempt", "node_type"
+    )[:BATCH]
+    for attempt_id, published_at, execution_id, workflow, node_id, attempt, kind in rows:
         with _item("republish", execution_id):
             # Conditional on the old stamp, so of two sweepers only one republishes.
             if Attempt.objects.filter(pk=attempt_id, published_at=published_at).update(
                 published_at=now
             ):
-                messages.publish_attempt(attempt_id)
+                shadow = messages.attempt_name(workflow, node_id, attempt)
+                messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind or "")
                 report.republished += 1
 
 

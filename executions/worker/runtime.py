@@ -18,8 +18,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
+from config import logs, tracing
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -31,7 +33,7 @@ from executions.services.attempts import (
 from executions.services.children import child_start
 from executions.services.containment import attempt_boundary
 from executions.worker.faults import crashed_after_effect
-from executions.worker.watchdog import Watchdog
+from executions.worker.watchdog import Watchdog, attempt_scope
 from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.tasks import execute
@@ -114,6 +116,10 @@ class LeaseKeeper(threading.Thread):
         return ok
 
     def run(self) -> None:
+        with attempt_scope(self.claimed, self.worker):
+            self._keep()
+
+    def _keep(self) -> None:
         interval = max(0.2, self.claimed.lease_seconds / 3)
         if self.progress_seconds is not None:
             interval = min(interval, max(0.2, self.progress_seconds / 4))
@@ -153,6 +159,7 @@ def run_task(attempt_id: int) -> None:
     lock. That attempt's message was published all the same; when it arrives, the claim
     finds it taken and drops it. The claim stays the one atomic hand-off either way."""
     worker = worker_id()
+    logs.bind(worker=worker)
     # A fault boundary (executions/services/containment.py): an engine exception while
     # claiming, recording or advancing ends this attempt's execution with an engine error.
     with attempt_boundary(attempt_id):
@@ -161,7 +168,9 @@ def run_task(attempt_id: int) -> None:
             if claimed is None:
                 return  # a duplicate delivery, a cancelled or timed-out attempt, or no next
             # The last one claims nothing: what it claimed would wait for its lease to end.
-            claimed = run_claimed(claimed, worker, claim_next=done < EAGER_LIMIT)
+            # With per-type queues, every attempt goes through its own queue's workers.
+            eager = done < EAGER_LIMIT and not settings.WORKFLOW_NODE_QUEUES
+            claimed = run_claimed(claimed, worker, claim_next=eager)
 
 
 def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:
@@ -170,8 +179,16 @@ def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Cl
     Under a watchdog: past the attempt's hard limit its failure is recorded and, in a pool
     child, the process replaced, so no function can hold a worker slot forever."""
     watchdog = Watchdog(claimed, worker).arm()
+    where = {"execution_id": claimed.execution_id, "node_id": claimed.node.id}
     try:
-        return _run_claimed(claimed, worker, watchdog, claim_next=claim_next)
+        with (
+            attempt_scope(claimed, worker),
+            tracing.attempt_span(
+                **where, node_type=claimed.node.type, attempt=claimed.attempt, worker=worker
+            ),
+        ):
+            log.info("attempt started (%s)", claimed.node.type)
+            return _run_claimed(claimed, worker, watchdog, claim_next=claim_next)
     finally:
         watchdog.disarm()
 
@@ -206,23 +223,31 @@ def _run_claimed(
             keeper.done.set()
             keeper.join(timeout=5)
         return None
+    began = time.monotonic()
     try:
         output = execute(claimed, ctx)
         if claimed.faults and crashed_after_effect(claimed, keeper.lost, worker):
             return None
     except NodeCancelled:
+        log.info("attempt stopped: cancelled or timed out")
         return None
     except NodeError as exc:
         if claimed.faults and crashed_after_effect(claimed, keeper.lost, worker):
             return None
+        error = exc.as_dict()
+        tracing.attempt_failed(error)
+        log.info("attempt failed after %.3fs: %s: %s", time.monotonic() - began,
+                 error.get("type"), error.get("message"))  # fmt: skip
         if not keeper.lost.is_set():
-            record(attempt_fail, attempt_id=attempt_id, worker_id=worker, error=exc.as_dict())
+            record(attempt_fail, attempt_id=attempt_id, worker_id=worker, error=error)
         return None
     finally:
         keeper.done.set()
         keeper.join(timeout=5)
     if keeper.lost.is_set():
+        log.info("attempt stopped: its lease was lost (cancelled or timed out)")
         return None
+    log.info("attempt succeeded after %.3fs", time.monotonic() - began)
     if not claim_next:
         record(attempt_complete, attempt_id=attempt_id, worker_id=worker, output=output)
         return None

@@ -21,9 +21,11 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from django.db import connection
 
+from config import logs
 from executions.services.attempts import DEADLINE_PASSED, attempt_fail, attempt_time_out
 from nodes.context import Claimed
 from workflows.dsl.limits import limits, setting_of
@@ -49,6 +51,17 @@ def hard_limit_seconds(claimed: Claimed) -> float:
     if claimed.node.timeout_seconds is not None:
         limit = min(limit, claimed.node.timeout_seconds)
     return limit + min(30.0, max(2.0, 0.1 * limit))
+
+
+def attempt_scope(claimed: Claimed, worker: str) -> AbstractContextManager[None]:
+    """The log context of one attempt (config/logs.py), for each thread that works on it:
+    a thread starts with an empty context of its own."""
+    return logs.scope(
+        execution_id=claimed.execution_id,
+        node_id=claimed.node.id,
+        attempt=claimed.attempt,
+        worker=worker,
+    )
 
 
 def _exit() -> None:
@@ -97,6 +110,10 @@ class Watchdog:
             self._exit()
 
     def _expire(self) -> None:
+        with attempt_scope(self.claimed, self.worker):
+            self._record_expiry()
+
+    def _record_expiry(self) -> None:
         self.fired.set()
         claimed = self.claimed
         message = (
