@@ -45,6 +45,6 @@ def _fresh_log_context(**_: object) -> None:
 def _tracing(**_: object) -> None:
     """Export spans where WORKFLOW_OTEL_EXPORTER says (config/tracing.py); the prefork
     children inherit the provider (OpenTelemetry restarts its export thread after fork)."""
-    from config import tracing
+    from nodes import tracing
 
     tracing.configure()

@@ -21,7 +21,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from config import logs, tracing
+from config import logs
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -34,6 +34,7 @@ from executions.services.children import child_start
 from executions.services.containment import attempt_boundary
 from executions.worker.faults import crashed_after_effect
 from executions.worker.watchdog import Watchdog, attempt_scope
+from nodes import tracing
 from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.tasks import execute

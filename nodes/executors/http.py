@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from config import tracing
+from nodes import tracing
 from nodes.context import NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.executors.addresses import checked_addresses, is_host_allowed
@@ -60,7 +60,7 @@ def _build(request: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
     if not any(k.lower() == "idempotency-key" for k in headers):
         headers["Idempotency-Key"] = ctx.idempotency_key
     if not any(k.lower() == "traceparent" for k in headers):
-        tracing.inject(headers)  # the attempt's span (config/tracing.py), if tracing is on
+        tracing.inject(headers)  # the attempt's span (nodes/tracing.py), if tracing is on
 
     kwargs: dict[str, Any] = {"method": method, "url": parsed, "headers": headers}
     if params:

@@ -17,10 +17,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from config import tracing
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.attempts import attempt_claim
 from executions.worker.runtime import run_claimed
+from nodes import tracing
 from tests.factories import start
 from tests.servers import http_server
 

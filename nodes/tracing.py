@@ -12,7 +12,7 @@ standard OTEL_* variables apply) or `console` makes the workers export spans; un
 go to whatever tracer provider the process has (none: nothing is recorded, and
 `traceparent` still carries the execution's trace id).
 
-No Django here: nodes/ and the worker runtime both use it.
+No Django here: the HTTP executor and the worker runtime both use it.
 """
 
 from __future__ import annotations
