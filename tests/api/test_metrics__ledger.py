@@ -113,6 +113,7 @@ def test_incremental_totals_equal_a_full_recount() -> None:
     execution_cancel(execution_id=flaky.pk)  # the running attempt is cancelled
     totals = folded()
     assert comparable(totals) == comparable(recount())
+    assert seed.drift(apps.get_model) == []  # what the chaos run checks
 
     name = flaky.workflow.name
     fn = {"workflow": name, "node_type": "function"}
@@ -143,6 +144,14 @@ def test_a_scrape_takes_every_pending_delta_once() -> None:
 def _stable(text: bytes) -> list[str]:
     """The exposition without the one gauge that moves with the clock."""
     return [line for line in text.decode().splitlines() if "oldest_unclaimed" not in line]
+
+
+def test_drift_names_a_series_that_differs() -> None:
+    start(FLAKY)
+    assert seed.drift(apps.get_model) == []
+    ledger.add({("workflow_tasks", ledger.labels_key({"status": "pending"})): 1})
+    (problem,) = seed.drift(apps.get_model)
+    assert problem.startswith('workflow_tasks{"status":"pending"}: kept ')
 
 
 def test_rebuild_replaces_the_totals_with_the_recount(capsys) -> None:

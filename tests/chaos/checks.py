@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from django.apps import apps
 from django.db.models import Count, Max, Min
 
 from executions import store
@@ -19,6 +20,7 @@ from executions.engine.events import RESULT_TYPES
 from executions.engine.verify import verify
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.projections import differences
+from monitoring import seed
 from tests.chaos.workload import HEARTBEAT_SECONDS, HTTP_NODE, WORK_NODES, expected_output
 
 #: Problems listed per check before the rest are only counted.
@@ -45,6 +47,7 @@ def check_all(
         ),
         "HTTP requests per Idempotency-Key <= recorded attempts": _http(http_requests, attempts),
         "no attempt left scheduled or running": _leftovers(),
+        "/metrics totals equal a recount of the tables": seed.drift(apps.get_model),
     }
     return {k: v for k, v in problems.items()}, _figures(run_log, http_requests)
 
