@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from config.fields import MAX_INT32
 from config.openapi import CONFLICT, query_parameter
-from config.pagination import LogPage, SeqPage
+from config.pagination import CountlessPage, LogPage, SeqPage
 from config.parsers import query_int, query_text
 from executions import selectors
 from executions.filters import ExecutionFilter
@@ -49,6 +49,7 @@ class ExecutionListCreate(generics.ListAPIView):
     from its fields)."""
 
     serializer_class = ExecutionSerializer
+    pagination_class = CountlessPage
     filter_backends = [DjangoFilterBackend]
     filterset_class = ExecutionFilter
 

@@ -179,3 +179,17 @@ def test_dates_any_iso_offset_and_the_ends_of_time(api, query, found) -> None:
     response = api.get("/executions", {"workflow": version.workflow.name, **query})
     assert response.status_code == 200, response.content
     assert bool(response.json()["results"]) is found
+
+
+def test_the_list_pages_without_counting(api) -> None:
+    version = make_version(APPROVAL)
+    made = {str(e.pk) for e in waiting(3, version)}
+    url = f"http://testserver/executions?workflow={version.workflow.name}&limit=2"
+    first = api.get(url).json()
+    assert set(first) == {"next", "previous", "results"}
+    assert first["previous"] is None
+    assert "offset=2" in first["next"]
+    second = api.get(first["next"]).json()
+    assert second["next"] is None
+    assert second["previous"] is not None
+    assert {row["id"] for row in first["results"] + second["results"]} == made
