@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "executions",
     "nodes",
     "schedules",
+    "triggers",
     "monitoring",
 ]
 

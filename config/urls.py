@@ -24,5 +24,6 @@ urlpatterns = [
     path("", include("workflows.urls")),
     path("", include("executions.urls")),
     path("", include("schedules.urls")),
+    path("", include("triggers.urls")),
     path("", include("monitoring.urls")),
 ]

@@ -23,6 +23,8 @@ VIEW = (
     ("executions", "view_attempt"),
     ("executions", "view_timer"),
     ("schedules", "view_schedule"),
+    ("triggers", "view_trigger"),
+    ("triggers", "view_event"),
 )
 
 ROLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -32,6 +34,8 @@ ROLES: dict[str, tuple[tuple[str, str], ...]] = {
         *VIEW,
         ("executions", "add_execution"),
         ("executions", "operate_execution"),
+        # An event starts the executions its triggers name.
+        ("triggers", "add_event"),
     ),
     # Answers approval nodes (which may further name their approvers).
     "approver": (*VIEW, ("executions", "approve_task")),
@@ -45,10 +49,12 @@ ROLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("schedules", "add_schedule"),
         ("schedules", "change_schedule"),
         ("schedules", "delete_schedule"),
+        ("triggers", "add_trigger"),
+        ("triggers", "delete_trigger"),
     ),
 }
 
-_APPS = ("workflows", "executions", "schedules")
+_APPS = ("workflows", "executions", "schedules", "triggers")
 
 
 def roles_ensure(*, using: str = "default", apps=global_apps) -> dict[str, int]:

@@ -7,7 +7,8 @@ waiting approval, a schedule), so the operations reach their logic instead of a 
 
 Two deliberate settings. For the operations whose input refers to other rows or forms a
 graph (a definition's depends_on must name its own nodes and be acyclic, functions must
-be registered, a workflow/version must exist, a cron must be a real schedule, at_seq must
+be registered, a workflow/version must exist, a cron must be a real schedule, a trigger's
+expressions must read the event, at_seq must
 be within that log), a JSON Schema cannot say what is valid, so a 400 is an accepted
 answer to schema-valid data there (positive_data_acceptance, REFERENTIAL below). And no
 NUL characters are generated (see the config). Every other check, negative_data_rejection
@@ -43,6 +44,10 @@ REFERENTIAL = [
     # version: one of that execution's workflow's versions.
     "POST /executions/{execution_id}/replay",
     "POST /schedules",
+    # cron: a real cron expression, as in POST /schedules.
+    "PATCH /schedules/{schedule_id}",
+    # workflow must exist; input and filter expressions must read the event.
+    "POST /triggers",
     # at_seq may not pass the end of that execution's log.
     "GET /executions/{execution_id}/state",
 ]

@@ -1,0 +1,126 @@
+"""Event triggers (CONTRACT §6): /triggers and POST /events, no workers."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from executions.models import Execution
+from tests.factories import make_version
+from triggers.models import Event, EventRun
+
+pytestmark = pytest.mark.django_db
+
+ECHO = {"nodes": [{"id": "a", "type": "function", "function": "std.echo", "input": "{{ input }}"}]}
+
+
+@pytest.fixture
+def workflow():
+    return make_version(ECHO, name="on-signup").workflow
+
+
+def trigger(api: APIClient, **body) -> dict:
+    body = {"name": "welcome", "event": "user.signed_up", "workflow": "on-signup", **body}
+    response = api.post("/triggers", body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def publish(api: APIClient, key: str, data, **headers) -> dict:
+    response = api.post("/events", {"key": key, "data": data}, format="json", headers=headers)
+    assert response.status_code == 202, response.content
+    return response.json()
+
+
+def test_an_event_starts_every_matching_trigger_with_its_templated_input(api, workflow) -> None:
+    trigger(api, input={"user": "{{ event.data.id }}", "said": "hi {{ event.data.name }}"})
+    trigger(api, name="vip", filter="event.data.plan == 'pro'", input=None)
+    trigger(api, name="other", event="user.left")
+    trigger(api, name="off", enabled=False)
+    plain = publish(api, "user.signed_up", {"id": 7, "name": "Ada", "plan": "free"})
+    (started,) = plain["executions"]
+    execution = Execution.objects.get(pk=started)
+    assert execution.input == {"user": 7, "said": "hi Ada"}
+    assert execution.created_by == f"event:{plain['id']}"
+    pro = publish(api, "user.signed_up", {"id": 8, "name": "Bo", "plan": "pro"})
+    assert len(pro["executions"]) == 2
+    runs = EventRun.objects.filter(event_id=pro["id"]).order_by("trigger_name")
+    assert [r.trigger_name for r in runs] == ["vip", "welcome"]
+    assert runs[0].execution.input == {"id": 8, "name": "Bo", "plan": "pro"}  # the data
+    assert publish(api, "nobody.listens", 1)["executions"] == []
+
+
+def test_an_idempotency_key_makes_a_repeat_start_nothing_new(api, workflow) -> None:
+    trigger(api)
+    first = publish(api, "user.signed_up", {"id": 1}, **{"Idempotency-Key": "evt-1"})
+    again = publish(api, "user.signed_up", {"id": 1}, **{"Idempotency-Key": "evt-1"})
+    assert again == first
+    assert Execution.objects.count() == 1
+    assert Event.objects.count() == 1
+
+
+def test_a_template_that_fails_on_an_event_starts_nothing_and_says_why(api, workflow) -> None:
+    trigger(api, input={"n": "{{ event.data.n | length(@) }}"})
+    accepted = publish(api, "user.signed_up", {"n": 5})
+    assert accepted["executions"] == []
+    (run,) = EventRun.objects.filter(event_id=accepted["id"])
+    assert run.execution is None
+    assert "length" in run.error
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"filter": "input.x == `1`"}, "filter"),
+        ({"filter": "event.data.["}, "filter"),
+        ({"input": {"x": "{{ secrets.TOKEN }}"}}, "input"),
+        ({"workflow": "nope"}, "workflow"),
+        ({"version": 9}, "version"),
+        ({"name": "not a slug"}, "name"),
+    ],
+)
+def test_a_bad_trigger_is_a_400_naming_the_field(api, workflow, body, field) -> None:
+    body = {"name": "t", "event": "e", "workflow": "on-signup", **body}
+    response = api.post("/triggers", body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+
+
+def test_list_get_delete_and_a_taken_name(api, workflow) -> None:
+    trigger(api)
+    assert (
+        api.post(
+            "/triggers", {"name": "welcome", "event": "x", "workflow": "on-signup"}, format="json"
+        ).status_code
+        == 400
+    )
+    listed = api.get("/triggers").json()["results"]
+    assert [t["name"] for t in listed] == ["welcome"]
+    assert api.get("/triggers/welcome").json()["event"] == "user.signed_up"
+    assert api.delete("/triggers/welcome").status_code == 204
+    assert api.get("/triggers/welcome").status_code == 404
+    assert api.delete("/triggers/welcome").status_code == 404
+
+
+def test_permissions(workflow) -> None:
+    nobody = get_user_model().objects.create_user("nobody")
+    client = APIClient()
+    client.force_authenticate(nobody)
+    assert client.get("/triggers").status_code == 403
+    assert client.post("/events", {"key": "k"}, format="json").status_code == 403
+    assert APIClient().post("/events", {"key": "k"}, format="json").status_code == 401
+
+
+def test_the_admin_lists_triggers_and_recent_events(api, workflow, admin_client) -> None:
+    trigger(api)
+    accepted = publish(api, "user.signed_up", {"id": 3})
+    triggers_page = admin_client.get("/admin/triggers/trigger/")
+    assert triggers_page.status_code == 200
+    assert "welcome" in triggers_page.content.decode()
+    events_page = admin_client.get("/admin/triggers/event/")
+    assert events_page.status_code == 200
+    assert "user.signed_up" in events_page.content.decode()
+    detail = admin_client.get(f"/admin/triggers/event/{accepted['id']}/change/")
+    assert detail.status_code == 200
+    assert accepted["executions"][0] in detail.content.decode()

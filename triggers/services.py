@@ -1,0 +1,127 @@
+"""Writes of triggers, and publishing an event: every enabled trigger of its key whose
+filter holds starts its workflow, once per (event, trigger)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from executions.services.start import execution_start
+from triggers.models import Event, EventRun, Trigger
+from workflows.dsl.bounded import close_step, open_step
+from workflows.dsl.templates import (
+    TemplateError,
+    compile_expression,
+    expressions,
+    render,
+    root_of,
+    search,
+)
+from workflows.models import WorkflowDefinition
+from workflows.selectors import version_resolve
+
+ROOT = "event"
+
+
+def _check_expression(expression: str, field: str) -> None:
+    if root_of(expression) != ROOT:
+        raise ValidationError(
+            {field: [f"'{expression[:60]}' must read the event, e.g. event.data.id"]}
+        )
+    try:
+        compile_expression(expression)
+    except TemplateError as exc:
+        raise ValidationError({field: [str(exc)]}) from None
+
+
+def trigger_create(
+    *,
+    name: str,
+    event: str,
+    workflow: WorkflowDefinition,
+    version: int | None = None,
+    input: Any = None,
+    filter: str = "",
+    enabled: bool = True,
+    by: str = "",
+) -> Trigger:
+    """Raises ValidationError naming the field: a taken name, an unknown version, an
+    expression that does not read the event or does not parse."""
+    pinned = None
+    if version is not None:
+        pinned = workflow.versions.filter(version=version).first()
+        if pinned is None:
+            raise ValidationError(
+                {"version": [f"Workflow '{workflow.name}' has no version {version}."]}
+            )
+    for expression in expressions(input):
+        _check_expression(expression, "input")
+    if filter:
+        _check_expression(filter, "filter")
+    try:
+        with transaction.atomic():
+            return Trigger.objects.create(
+                name=name,
+                event=event,
+                workflow=workflow,
+                version=pinned,
+                input=input,
+                filter=filter,
+                enabled=enabled,
+                created_by=by,
+            )
+    except IntegrityError:
+        raise ValidationError({"name": [f"A trigger named '{name}' exists."]}) from None
+
+
+def event_publish(
+    *, key: str, data: Any = None, idempotency_key: str | None = None, by: str = ""
+) -> Event:
+    """Record the event and start every matching trigger's workflow. A repeat with the same
+    idempotency key returns the first event and starts nothing."""
+    if idempotency_key is not None:
+        found = Event.objects.filter(idempotency_key=idempotency_key).first()
+        if found is not None:
+            return found
+    with transaction.atomic():
+        event = Event.objects.create(
+            key=key, data=data, idempotency_key=idempotency_key, created_by=by
+        )
+        context = {"event": {"key": key, "data": data}}
+        for trigger in Trigger.objects.filter(event=key, enabled=True).select_related(
+            "workflow", "version"
+        ):
+            _run(trigger, event, context)
+        return event
+
+
+def _run(trigger: Trigger, event: Event, context: dict[str, Any]) -> None:
+    step = open_step()
+    try:
+        if trigger.filter and not search(trigger.filter, context):
+            return
+        input = (
+            context["event"]["data"] if trigger.input is None else render(trigger.input, context)
+        )
+    except TemplateError as exc:
+        EventRun.objects.create(event=event, trigger_name=trigger.name, error=str(exc))
+        return
+    finally:
+        close_step(step)
+    version = trigger.version or version_resolve(workflow=trigger.workflow, number=None)
+    if version is None:
+        EventRun.objects.create(event=event, trigger_name=trigger.name, error="no version")
+        return
+    execution, _ = execution_start(
+        version=version,
+        input={} if input is None else input,
+        engine_key=f"event:{event.pk}:{trigger.name}",
+        by=f"event:{event.pk}",
+    )
+    EventRun.objects.create(event=event, trigger_name=trigger.name, execution=execution)
+
+
+def executions_of(event: Event) -> list[str]:
+    return [str(run.execution_id) for run in event.runs.all() if run.execution_id is not None]
