@@ -56,7 +56,7 @@ class ExecutionAdmin(ReadOnlyLargeTableAdmin):
         "status_badge",
         "created_by",
         "created_at",
-        "ended_at",
+        "took",
     ]
     list_select_related = ["workflow", "version"]
     list_filter = ["status", "workflow", HasFailedNodes, "created_at"]

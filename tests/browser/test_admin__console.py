@@ -263,6 +263,7 @@ def test_bulk_cancel_from_the_list(chrome, live_server, engine: Engine, screensh
         chrome.find_element(By.CSS_SELECTOR, f"input.action-select[value='{execution.pk}']").click()
     Select(chrome.find_element(By.NAME, "action")).select_by_value("cancel_selected")
     chrome.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    wait_until(chrome, lambda: chrome.find_elements(By.CSS_SELECTOR, ".wf-confirm"), "confirm")
     chrome.save_screenshot(str(screenshots / "console-bulk-confirm.png"))
     chrome.find_element(By.CSS_SELECTOR, ".wf-confirm input[type=submit]").click()
     left(chrome, ".wf-confirm")
