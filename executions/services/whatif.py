@@ -41,15 +41,22 @@ def version_of(execution: Execution, number: int) -> WorkflowVersion:
 def replay_report(
     *, execution: Execution, version: WorkflowVersion, input: Any = RECORDED
 ) -> Report:
-    """What `execution`'s recorded history would have done under `version`."""
+    """What `execution`'s recorded history would have done under `version`.
+
+    A candidate that cannot even be decided (a corrupted row, an engine bug it meets) is the
+    request's problem to report, a 400 naming the version, never a 500."""
     extra = {} if input is RECORDED else {"input": input}
-    return counterfactual(
-        definition_for(execution.version_id),
-        definition_for(version.pk),
-        store.engine_events(execution.pk),
-        execution_id=str(execution.pk),
-        **extra,
-    )
+    try:
+        return counterfactual(
+            definition_for(execution.version_id),
+            definition_for(version.pk),
+            store.engine_events(execution.pk),
+            execution_id=str(execution.pk),
+            **extra,
+        )
+    except Exception as exc:
+        message = f"version {version.version} cannot be replayed against this history: {exc}"
+        raise ValidationError({"version": [message]}) from exc
 
 
 def reused_results(outputs: Mapping[str, Any], source: Execution) -> list[Decision]:

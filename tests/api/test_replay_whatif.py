@@ -13,6 +13,7 @@ from executions.models import Event, Execution
 from executions.services.control import signal_send
 from tests.api.test_control import APPROVAL
 from tests.factories import events, start
+from tests.integration.corruption import GARBAGE, set_definition
 from workflows.models import WorkflowVersion
 
 pytestmark = pytest.mark.django_db
@@ -119,6 +120,19 @@ def test_bad_replay_requests_are_400_naming_the_field(api, body, field) -> None:
     assert response.status_code == 400, response.content
     assert field in response.json()
     assert Execution.objects.count() == 1
+
+
+def test_a_candidate_that_cannot_be_decided_is_a_400_naming_the_version(api) -> None:
+    execution = approved()
+    number = add_version(execution, v2_with_a_new_step())
+    pk = WorkflowVersion.objects.get(workflow=execution.workflow, version=number).pk
+    set_definition(pk, GARBAGE)  # stored behind the API's back, as a broken migration would
+    url = f"/executions/{execution.pk}/replay"
+    response = api.post(url, {"version": number, "dry_run": True}, format="json")
+    assert response.status_code == 400, response.content
+    message = response.json()["version"][0]
+    assert message.startswith(f"version {number} cannot be replayed against this history"), message
+    assert "nodes" in message, message
 
 
 def test_replay_execution_against_version_prints_the_same_report(api, capsys) -> None:
