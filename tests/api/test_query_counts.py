@@ -126,7 +126,7 @@ def _with_history(size: int) -> tuple[Execution, ExecutionState]:
     return execution, state
 
 
-def _advance_queries(size: int) -> int:
+def _advance_queries(size: int) -> list[dict]:
     execution, state = _with_history(size)
     node = state.nodes["f"]
     assert node.next_retry_at is not None
@@ -138,10 +138,52 @@ def _advance_queries(size: int) -> int:
     Execution.objects.filter(pk=execution.pk).update(last_seq=size + 1)
     with CaptureQueriesContext(connection) as captured:
         assert execution_advance(execution_id=execution.pk) == 1  # schedules the next attempt
-    return len(captured.captured_queries)
+    return captured.captured_queries
 
 
 def test_one_advance_costs_the_same_queries_at_any_history_length() -> None:
-    short, long = _advance_queries(10), _advance_queries(1_000)
+    short, long = len(_advance_queries(10)), len(_advance_queries(1_000))
     assert short == long, f"advance: {short} queries at 10 events, {long} at 1,000"
     assert long <= ADVANCE_QUERIES, f"advance: {long} queries (pinned at {ADVANCE_QUERIES})"
+
+
+def test_the_tail_of_the_log_is_read_without_a_server_side_cursor() -> None:
+    """A cursor costs three round trips (DECLARE, FETCH, CLOSE; only the first is counted
+    here) for the one or two events an advance folds: store.log_rows reads a page."""
+    queries = [q["sql"] for q in _advance_queries(60)]
+    assert not [q for q in queries if q.lstrip().upper().startswith("DECLARE")], queries
+
+
+MAP = {
+    "nodes": [
+        {
+            "id": "m",
+            "type": "map",
+            "items": "{{ input.items }}",
+            "max_parallel": 2,
+            "node": {"type": "function", "function": "std.noop"},
+        }
+    ]
+}
+
+
+def _map_item_queries(items: int) -> tuple[int, int]:
+    """Queries to claim and to complete a map's first item, at `items` items."""
+    execution, _ = execution_start(version=make_version(MAP), input={"items": list(range(items))})
+    attempt = Attempt.objects.get(execution=execution, node_id="m[0]")
+    with CaptureQueriesContext(connection) as claim:
+        assert attempt_claim(attempt_id=attempt.pk, worker_id="w") is not None
+    with CaptureQueriesContext(connection) as complete:
+        assert attempt_complete(attempt_id=attempt.pk, worker_id="w", output=None)
+    assert Attempt.objects.filter(execution=execution, node_id="m[2]").exists()  # the next
+    return len(claim.captured_queries), len(complete.captured_queries)
+
+
+def test_a_map_items_life_cycle_costs_the_same_queries_at_any_map_size() -> None:
+    """Claiming and completing an item (which starts the next) touches that item and the
+    next, whatever the number of items (issue 11: flat cost per item)."""
+    small, large = _map_item_queries(5), _map_item_queries(500)
+    assert small == large, f"map item: {small} queries at 5 items, {large} at 500"
+    claim, complete = large
+    assert claim <= CLAIM_QUERIES, large
+    assert complete <= COMPLETE_QUERIES, large
