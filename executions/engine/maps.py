@@ -75,20 +75,35 @@ def all_nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
     have to attend to, and every started compensation task.
 
     Left out: succeeded, skipped and cancelled items (neither retries, wake-ups nor a
-    cancel concern them), and pending items unless a cancel was requested (only a
-    cancel concerns them; `_progress_one` starts them)."""
+    cancel concern them), and unless a cancel was requested, pending items (only a
+    cancel concerns them; `_progress_one` starts them) and scheduled and running ones
+    (they wait for their worker: only a cancel concerns them too)."""
     map_ids = definition.map_ids
     for node in definition.nodes:
         yield node
         if node.id in map_ids and state.peek(node.id).status != TaskStatus.PENDING:
             if state.cancel_requested:
                 yield from _items_scanned(definition, state, node)
-            else:  # the live items, in index order: what the scan below would give
-                ids = item_ids(state, node)
-                for child in _in_order(state.maps.get(node.id, _NONE_YET).live, len(ids)):
-                    yield definition.node_for(child)
+            else:  # the live items that may need attention, in index order
+                yield from _attended_items(definition, state, node)
         if node.compensation is not None and f"{node.id}{COMPENSATION_SUFFIX}" in state.nodes:
             yield definition.node_for(f"{node.id}{COMPENSATION_SUFFIX}")
+
+
+#: Live items that wait for their worker: nothing to attend to (decide's _attend skips them).
+_WORKING = frozenset({TaskStatus.SCHEDULED, TaskStatus.RUNNING})
+
+
+def _attended_items(definition: Definition, state: ExecutionState, node: Node) -> Iterator[Node]:
+    """The map's live items but those with a worker (failed, retrying, waiting...), in
+    index order: of what the scan below gives outside a cancel, all _attend looks at,
+    without building a Node for each of the max_parallel items running."""
+    live = state.maps.get(node.id, _NONE_YET).live
+    nodes = state.nodes
+    wanted = {child for child in live if nodes[child].status not in _WORKING}
+    if wanted:
+        for child in _in_order(wanted, len(item_ids(state, node))):
+            yield definition.node_for(child)
 
 
 def _items_scanned(definition: Definition, state: ExecutionState, node: Node) -> Iterator[Node]:

@@ -17,6 +17,7 @@ from executions.engine.events import EventType, Source
 from executions.engine.state import ExecutionState, MapItems, map_items
 from tests.unit.engine.sim import Run
 from tests.unit.engine.strategies import dags
+from workflows.dsl.parser import parse_definition
 
 
 def decide_by_scanning(definition, state: ExecutionState) -> list:
@@ -69,3 +70,48 @@ def test_the_map_index_is_the_node_states_and_decides_as_the_scan(case, seed, fl
     assert list(restored.seen.items()) == list(state.seen.items())
     assert "maps" not in state.to_dict()
     assert "seen" not in state.to_dict()
+
+
+MAP = {
+    "nodes": [
+        {
+            "id": "m",
+            "type": "map",
+            "items": "{{ input.items }}",
+            "max_parallel": 3,
+            "node": {
+                "type": "function",
+                "function": "std.echo",
+                "input": "{{ item }}",
+                "retry_policy": {"max_attempts": 3, "initial_interval_seconds": 1},
+            },
+        },
+        {"id": "end", "type": "function", "function": "std.echo", "depends_on": ["m"]},
+    ]
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32),
+    st.dictionaries(
+        st.sampled_from([f"m[{i}]" for i in range(8)]),
+        st.lists(st.sampled_from(["ok", "fail", "fatal"]), min_size=1, max_size=3),
+        max_size=4,
+    ),
+)
+def test_failing_and_retried_items_decide_as_the_scan(seed, plan) -> None:
+    """Items that fail, retry (timers) and fail for good: the index still decides what the
+    scan decides, at every step."""
+    definition = parse_definition(MAP, function_exists=lambda name: True)
+    run = Run(definition, plan=plan, seed=seed)
+    original = run.advance
+
+    def checked() -> None:
+        check(definition, run.state)
+        original()
+
+    run.advance = checked  # type: ignore[method-assign]  # a check wrapped around each step
+    state = run.run_to_end({"items": list(range(8))})
+    check(definition, state)
+    assert state.status in ("succeeded", "failed")
