@@ -21,7 +21,7 @@ ONE = {"nodes": [{"id": "a", "type": "function", "function": "std.echo"}]}
 def test_an_unclaimed_attempt_is_republished_after_15_30_60_seconds(monkeypatch, settings):
     settings.WORKFLOW_REPUBLISH_AFTER_SECONDS = 15
     sent: list[str] = []
-    monkeypatch.setattr(sweeper.messages, "publish_attempt", lambda pk: sent.append(str(pk)))
+    monkeypatch.setattr(sweeper.messages, "publish_attempt", lambda pk, **_: sent.append(str(pk)))
     execution = start(ONE)
     attempt = Attempt.objects.get(execution=execution, node_id="a")
     assert attempt.status == AttemptStatus.SCHEDULED
@@ -44,7 +44,7 @@ def test_an_unclaimed_attempt_is_republished_after_15_30_60_seconds(monkeypatch,
 
 
 def test_a_claimed_attempt_is_never_republished(monkeypatch, settings):
-    monkeypatch.setattr(sweeper.messages, "publish_attempt", lambda pk: None)
+    monkeypatch.setattr(sweeper.messages, "publish_attempt", lambda pk, **_: None)
     execution = start(ONE)
     Attempt.objects.filter(execution=execution).update(status=AttemptStatus.RUNNING)
     report = sweeper.SweepReport()
