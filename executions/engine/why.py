@@ -107,7 +107,7 @@ def _nodes(definition: Definition, state: ExecutionState) -> Iterator[Node]:
     """The definition's nodes, every item of each started map, every started compensation."""
     for node in definition.nodes:
         yield node
-        if node.id in definition.map_ids and state.node(node.id).status != TaskStatus.PENDING:
+        if node.id in definition.map_ids and _seen(state, node.id).status != TaskStatus.PENDING:
             for item in maps.item_ids(state, node):
                 yield definition.node_for(item)
     for node_id in state.nodes:
@@ -127,6 +127,11 @@ def _entry(scene: Scene, node: Node, shared: list[Reason]) -> dict[str, Any]:
 
 def _execution_reasons(scene: Scene) -> list[Reason]:
     return [reason for rule in EXECUTION_RULES for reason in rule(scene)]
+
+
+def _seen(state: ExecutionState, node_id: str) -> NodeState:
+    """state.node() without adding the node to the state: explaining changes nothing."""
+    return state.nodes.get(node_id) or NodeState(node_id)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -183,9 +188,9 @@ def _parents(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
     verdict = trigger_verdict(definition, state, node)
     if verdict is Verdict.WAIT:
         waiting = [
-            {"node_id": p, "status": state.node(p).status}
+            {"node_id": p, "status": _seen(state, p).status}
             for p in node.depends_on
-            if not is_settled(definition.by_id[p], state.node(p))
+            if not is_settled(definition.by_id[p], _seen(state, p))
         ]
         names = ", ".join(p["node_id"] for p in waiting)
         yield {
@@ -224,14 +229,14 @@ def _trigger_reason(scene: Scene, node: Node) -> Reason:
     failed = [
         p
         for p in node.depends_on
-        if scene.state.node(p).status in (TaskStatus.FAILED, TaskStatus.CANCELLED)
+        if _seen(scene.state, p).status in (TaskStatus.FAILED, TaskStatus.CANCELLED)
     ]
     if failed:
         return _upstream_failed(failed, f"trigger rule {node.trigger_rule}")
     return {
         "code": "trigger_rule",
         "message": f"trigger rule {node.trigger_rule} does not hold: "
-        + ", ".join(f"{p} is {scene.state.node(p).status}" for p in node.depends_on),
+        + ", ".join(f"{p} is {_seen(scene.state, p).status}" for p in node.depends_on),
         "trigger_rule": node.trigger_rule,
     }
 
@@ -373,7 +378,7 @@ _RECORDED = {
 
 
 def _settled(scene: Scene, node: Node) -> list[Reason]:
-    current = scene.state.node(node.id)
+    current = _seen(scene.state, node.id)
     if current.status == TaskStatus.SKIPPED:
         code = _RECORDED.get(current.reason or "")
         if code is None:

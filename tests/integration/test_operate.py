@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from django.db import transaction
 from django.utils import timezone
 
 from executions.models import Attempt, Event, Execution, Task, Timer
@@ -13,19 +14,17 @@ from executions.services.control import execution_cancel, execution_pause, execu
 from executions.services.why import why_execution, why_node
 from tests.factories import events, make_version, start, timeline
 
-SLEEP = {"type": "function", "function": "std.sleep", "input": {"seconds": 3}}
-THREE_AND_A_TIMER = {
+NAP_AND_A_TIMER = {
     "nodes": [
-        {"id": "s1", **SLEEP},
-        {"id": "s2", **SLEEP},
-        {"id": "s3", **SLEEP},
+        {"id": "nap", "type": "function", "function": "std.sleep", "input": {"seconds": 3}},
         {"id": "wait", "type": "delay", "seconds": 1},
-        {
-            "id": "after",
-            "type": "function",
-            "function": "std.noop",
-            "depends_on": ["s1", "s2", "s3", "wait"],
-        },
+        {"id": "after", "type": "function", "function": "std.noop", "depends_on": ["nap", "wait"]},
+    ]
+}
+TWO = {
+    "nodes": [
+        {"id": "one", "type": "function", "function": "std.noop"},
+        {"id": "two", "type": "function", "function": "std.noop", "depends_on": ["one"]},
     ]
 }
 
@@ -47,42 +46,24 @@ def codes(entry: dict) -> list[str]:
     return [reason["code"] for reason in entry["reasons"]]
 
 
-def test_pause_finishes_running_attempts_and_holds_everything_else(live) -> None:
-    execution = start(THREE_AND_A_TIMER)
-    sleeps = ("s1", "s2", "s3")
-    # The session's worker runs two attempts at once: the third waits in the queue.
-    until(
-        lambda: sum(statuses(execution)[s] == "running" for s in sleeps) == 2,
-        "2 running",
-        execution,
-    )
+def test_pause_finishes_the_running_attempt_and_holds_everything_else(live) -> None:
+    execution = start(NAP_AND_A_TIMER)
+    until(lambda: statuses(execution)["nap"] == "running", "running", execution)
     execution_pause(execution_id=execution.pk, by="ops")
-    now = statuses(execution)
-    running = [s for s in sleeps if now[s] == "running"]
-    queued = [s for s in sleeps if now[s] == "scheduled"]
-    assert (len(running), len(queued)) == (2, 1), now
 
     entries = {e["node_id"]: e for e in why_execution(Execution.objects.get(pk=execution.pk))}
-    for node in running:
-        reason = entries[node]["reasons"][0]
-        assert reason["code"] == "running", reason
-        assert reason["worker"], reason
-        assert reason["lease_expires_at"] is not None
-    assert codes(entries[queued[0]]) == ["queued", "execution_paused"]
+    reason = entries["nap"]["reasons"][0]
+    assert reason["code"] == "running", reason
+    assert reason["worker"], reason
+    assert reason["lease_expires_at"] is not None
     assert codes(entries["wait"]) == ["timer", "execution_paused"]
     assert codes(entries["after"]) == ["waiting_for_parents", "execution_paused"]
 
-    # Running attempts finish and record their results while paused ...
-    until(
-        lambda: all(events(execution, "task_completed", s) for s in running),
-        "recorded the running attempts' results",
-        execution,
-    )
-    # ... but the queued one is never claimed and the timer, due by now, never fires.
+    # The running attempt finishes and records its result while paused ...
+    until(lambda: events(execution, "task_completed", "nap"), "recorded nap's result", execution)
+    # ... but the timer, due by now, never fires and nothing new is scheduled.
     due = Timer.objects.get(execution=execution, node_id="wait").due_at
     time.sleep(max(0.0, (due - timezone.now()).total_seconds()) + 3)  # three sweeps past due
-    assert statuses(execution)[queued[0]] == "scheduled"
-    assert events(execution, "task_started", queued[0]) == []
     assert events(execution, "timer_fired") == []
     assert events(execution, "task_scheduled", "after") == []
     assert Execution.objects.get(pk=execution.pk).status == "paused"
@@ -93,11 +74,26 @@ def test_pause_finishes_running_attempts_and_holds_everything_else(live) -> None
     execution_resume(execution_id=execution.pk, by="ops")
     done = live.wait(execution.pk)  # also checks replay --verify and the hash chain
     assert done.status == "succeeded", timeline(done)
-    assert set(statuses(done).values()) == {"succeeded"}
     resumed = events(done, "workflow_resumed")[0]
     assert resumed.data == {"by": "ops"}
-    assert events(done, "task_started", queued[0])[0].seq > resumed.seq
     assert events(done, "timer_fired")[0].seq > resumed.seq
+
+
+def test_a_queued_attempt_is_not_claimed_while_paused(live) -> None:
+    # Paused in the transaction that scheduled it: its message reaches a worker only after.
+    with transaction.atomic():
+        execution = start(TWO)
+        execution_pause(execution_id=execution.pk, by="ops")
+    assert Attempt.objects.get(execution=execution, node_id="one").status == "scheduled"
+    entry = why_node(Execution.objects.get(pk=execution.pk), "one")
+    assert codes(entry) == ["queued", "execution_paused"]
+    time.sleep(3)  # the message is delivered and refused; three sweeps pass
+    assert statuses(execution)["one"] == "scheduled"
+    assert events(execution, "task_started") == []
+    execution_resume(execution_id=execution.pk, by="ops")
+    done = live.wait(execution.pk)
+    assert done.status == "succeeded", timeline(done)
+    assert events(done, "task_started", "one")[0].seq > events(done, "workflow_resumed")[0].seq
 
 
 def test_why_running_retry_backoff_and_waiting_for_child(live) -> None:
