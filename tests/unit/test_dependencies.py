@@ -25,7 +25,7 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: The packages the wheel ships (its apps and settings).
-SHIPPED = ("config", "workflows", "executions", "nodes", "schedules", "monitoring")
+SHIPPED = ("config", "workflows", "executions", "nodes", "schedules", "triggers", "monitoring")
 #: Extras the shipped code imports guarded (without them it runs the same, doing less).
 OPTIONAL = ("otel",)
 #: The repository's own code that is not shipped.
