@@ -43,5 +43,7 @@ EXPOSE 8000
 # and beat services of docker-compose.yml replace it with their own probe.
 HEALTHCHECK --interval=15s --timeout=10s --start-period=30s --retries=3 \
     CMD ["python", "-m", "monitoring.probe", "web"]
-# gunicorn reads WEB_CONCURRENCY for its number of workers.
-CMD ["sh", "-c", "exec gunicorn config.wsgi --bind 0.0.0.0:${PORT} --access-logfile -"]
+# gunicorn reads WEB_CONCURRENCY for its number of workers. Threads, and a timeout above
+# the 30 s a long poll (GET .../events?wait=30) may wait, so a waiting client neither
+# takes a whole worker nor gets it killed as hung.
+CMD ["sh", "-c", "exec gunicorn config.wsgi --bind 0.0.0.0:${PORT} --threads 8 --timeout 60 --access-logfile -"]
