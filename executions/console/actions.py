@@ -16,7 +16,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -26,8 +26,10 @@ from executions.console.page import execution_or_404
 from executions.definitions import definition_for
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Task
-from executions.services import control
+from executions.engine.counterfactual import Report
+from executions.services import control, whatif
 from executions.services.signals import execution_signal, signal_names
+from workflows.models import WorkflowVersion
 
 
 class ChoiceForm(forms.Form):
@@ -56,6 +58,25 @@ class NodeChoice(ChoiceForm):
 
     choose = "node"
     node = forms.ChoiceField(required=False)
+
+
+class ReplayForm(NodeChoice):
+    """Replay from a node, on the recorded version or another one; or only compare (the
+    what-if report of POST .../replay with dry_run, nothing started)."""
+
+    version = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+    dry_run = forms.BooleanField(
+        required=False,
+        label="Only compare",
+        help_text="Report where this history would part from the chosen version's decisions, "
+        "which outputs could be reused and which nodes would run; start nothing.",
+    )
+
+    def __init__(self, *args: Any, versions: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["version"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "the recorded version"), *[(v, f"version {v}") for v in versions]]
 
 
 class SignalForm(ChoiceForm):
@@ -142,10 +163,31 @@ def _retry(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Ex
 
 
 def _replay(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
-    node = data.get("node") or None
-    replay = control.execution_replay(execution_id=execution.pk, from_node=node, by=by)
+    node, number = data.get("node") or None, data.get("version")
+    if data.get("dry_run"):
+        version = whatif.version_of(execution, number or execution.version.version)
+        report = whatif.replay_report(execution=execution, version=version)
+        return _what_if(report, version.version), execution
+    replay = control.execution_replay(
+        execution_id=execution.pk, from_node=node, version=number, by=by
+    )
     origin = f" from node {node}" if node else ""
-    return f"Replay{origin} started as execution {replay.pk}.", replay
+    on = f" on version {number}" if number else ""
+    return f"Replay{origin}{on} started as execution {replay.pk}.", replay
+
+
+def _what_if(report: Report, number: int) -> str:
+    parted = (
+        f"parts from the recorded history at seq {report.diverges_at}: {report.reason}"
+        if report.diverges_at is not None
+        else "decides exactly as recorded"
+    )
+    reused = ", ".join(report.reused) or "none"
+    would_run = ", ".join(report.would_run) or "none"
+    return (
+        f"What-if against version {number} (nothing started): it {parted}. "
+        f"Reusable outputs: {reused}. Would run: {would_run}."
+    )
 
 
 def _pause(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
@@ -190,7 +232,9 @@ def _retry_form(execution: Execution, data: Any, node: str) -> forms.Form:
 
 def _replay_form(execution: Execution, data: Any, node: str) -> forms.Form:
     choices = [("", "the start (run every node)"), *_pairs(node_ids(execution))]
-    return NodeChoice(data, choices=choices, initial={"node": node})
+    versions = WorkflowVersion.objects.filter(workflow_id=execution.workflow_id)
+    numbers = list(versions.order_by("version").values_list("version", flat=True))
+    return ReplayForm(data, choices=choices, versions=numbers, initial={"node": node})
 
 
 def _signal_form(execution: Execution, data: Any, node: str) -> forms.Form:
@@ -228,8 +272,10 @@ ACTIONS: dict[str, Action] = {
         Action(
             "replay",
             "Replay",
-            "A new execution of the same version and input. From a node: nodes not "
-            "downstream of it keep their recorded outputs.",
+            "A new execution of the same input, on the recorded version or another one. From "
+            "a node: nodes not downstream of it keep their recorded outputs. On another "
+            "version: the outputs the what-if report marks reusable are kept. Only compare: "
+            "the report, and nothing started.",
             OPERATE,
             lambda e: True,
             _replay_form,
@@ -320,6 +366,9 @@ def action_view(
             message, shown = spec.run(execution, data, request.user.get_username())
         except (control.NotAllowed, control.UnknownNode) as refused:
             messages.error(request, f"{spec.label} refused: {refused}")
+            return HttpResponseRedirect(change_url(execution))
+        except ValidationError as refused:
+            messages.error(request, f"{spec.label} refused: {'; '.join(refused.messages)}")
             return HttpResponseRedirect(change_url(execution))
         messages.success(request, message)
         return HttpResponseRedirect(change_url(shown))

@@ -12,6 +12,7 @@ from django.test import Client
 from executions.console.page import EVENTS_PER_PAGE
 from executions.models import Event, Execution, Task
 from tests.factories import start
+from workflows.models import WorkflowVersion
 
 pytestmark = pytest.mark.django_db
 
@@ -273,3 +274,29 @@ def test_send_a_named_signal() -> None:
     signal = Event.objects.get(execution=execution, type="signal_received", node_id=None)
     assert signal.data["by"] == "otto"
     assert signal.data["data"] == {"n": 1}
+
+
+def test_replay_on_another_version_after_comparing_it_first() -> None:
+    execution = start(APPROVAL)
+    operator = client_for("otto", "viewer", "operator")
+    operator.post(act(execution, "cancel"))
+    longer = {**APPROVAL, "nodes": [*APPROVAL["nodes"], {"id": "extra", "type": "delay",
+                                                        "seconds": 1, "depends_on": ["review"]}]}  # fmt: skip
+    WorkflowVersion.objects.create(workflow=execution.workflow, version=2, definition=longer)
+    form = operator.get(act(execution, "replay")).content.decode()
+    assert '<option value="2">version 2</option>' in form
+
+    before = Execution.objects.count()
+    compared = operator.post(
+        act(execution, "replay"), {"version": "2", "dry_run": "on"}, follow=True
+    )
+    said = compared.content.decode()
+    assert "What-if against version 2 (nothing started)" in said, said
+    assert "Would run:" in said and "extra" in said.split("Would run:")[1], said
+    assert Execution.objects.count() == before  # a comparison starts nothing
+
+    response = operator.post(act(execution, "replay"), {"version": "2"})
+    replay = Execution.objects.get(replay_of=execution)
+    assert response["Location"] == page_of(replay)
+    assert replay.version.version == 2
+    assert replay.created_by == "otto"
