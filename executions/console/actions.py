@@ -24,9 +24,9 @@ from django.urls import reverse
 from config.permissions import APPROVE, OPERATE
 from executions.console.page import execution_or_404
 from executions.definitions import definition_for
+from executions.engine.counterfactual import Report
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Task
-from executions.engine.counterfactual import Report
 from executions.services import control, whatif
 from executions.services.signals import execution_signal, signal_names
 from workflows.models import WorkflowVersion
