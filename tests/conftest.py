@@ -1,6 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
+
+if TYPE_CHECKING:
+    from tests.integration.engine import Engine
 
 
 @pytest.fixture
@@ -50,3 +57,35 @@ def fresh_definition_cache():
     from executions.definitions import clear_cache
 
     clear_cache()
+
+
+@pytest.fixture(scope="session")
+def engine(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Engine]:
+    """One worker (2 processes) and one beat for the whole session, on the test database.
+
+    Defined here, once for every directory that uses it (integration, browser): a second
+    definition of a session fixture is a second engine, whose workers would take the
+    other's messages (a test's own worker setup, and its functions, then never see them).
+
+    Integration tests commit for real (the workers must see their rows) and are never
+    rolled back or flushed: each test makes its own uniquely named workflows.
+    """
+    from django.db import connection
+
+    from tests.integration.engine import Engine
+
+    running = Engine(log_dir=tmp_path_factory.mktemp("celery"))
+    with django_db_blocker.unblock():
+        # pytest-django only creates the test database for tests marked django_db; the
+        # integration tests are not (they must commit), so create it here if needed.
+        created = None
+        if not Path(connection.settings_dict["NAME"]).name.startswith("test_"):
+            created = connection.settings_dict["NAME"]
+            connection.creation.create_test_db(verbosity=0, autoclobber=True)
+        running.start()
+        try:
+            yield running
+        finally:
+            running.stop()
+            if created is not None:
+                connection.creation.destroy_test_db(created, verbosity=0)

@@ -59,7 +59,3 @@ def chrome() -> Iterator[object]:
         yield driver
     finally:
         driver.quit()
-
-
-# Real Celery workers and beat for the console's tests (tests/integration's session engine).
-from tests.integration.conftest import engine  # noqa: E402, F401
