@@ -84,3 +84,16 @@ class StrictJSONParser(JSONParser):
             message = f"NUL characters (\\u0000) are not accepted (at {'.'.join(path) or 'top'})."
             raise ValidationError({path[0] if path else "non_field_errors": [message]})
         return data
+
+
+#: The idempotency_key columns' length.
+IDEMPOTENCY_KEY_MAX = 255
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's Idempotency-Key header (None when absent or empty), or a 400 past the
+    columns' length."""
+    key = request.headers.get("Idempotency-Key") or None
+    if key is not None and len(key) > IDEMPOTENCY_KEY_MAX:
+        raise ValidationError({"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters."]})
+    return key

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef, QuerySet
 
 from executions.engine.statuses import TaskStatus
@@ -32,6 +33,14 @@ def workflow_by_ref(ref: object) -> WorkflowDefinition | None:
     if isinstance(ref, bool) or not isinstance(ref, int | str):
         return None
     return workflow_get(ref=str(ref))
+
+
+def workflow_named(ref: object) -> WorkflowDefinition:
+    """The workflow a request body names (`"workflow": id or name`), or a 400 naming it."""
+    workflow = workflow_by_ref(ref)
+    if workflow is None:
+        raise ValidationError({"workflow": [f"No workflow with id or name {ref!r}."]})
+    return workflow
 
 
 def task_list(*, execution: Execution) -> QuerySet:

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from config.fields import MAX_INT32
 from config.openapi import CONFLICT, query_parameter
 from config.pagination import CountlessPage, LogPage, SeqPage
-from config.parsers import query_int, query_text
+from config.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key, query_int, query_text
 from executions import selectors
 from executions.filters import ExecutionFilter
 from executions.longpoll import wait_for_rows
@@ -32,12 +32,9 @@ from executions.services.start import execution_start
 from workflows.models import WorkflowVersion
 from workflows.selectors import version_resolve
 
-#: The idempotency_key column's length.
-_MAX_KEY = 255
-
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
-    {"type": "string", "minLength": 1, "maxLength": _MAX_KEY},
+    {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX},
     OpenApiParameter.HEADER,
     description="Repeating a request with the same key returns the execution the first one "
     "created (201) instead of starting another; the same key with a different body is a 409.",
@@ -65,14 +62,8 @@ class ExecutionListCreate(generics.ListAPIView):
         body = ExecutionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        workflow = selectors.workflow_by_ref(data["workflow"])
-        if workflow is None:
-            raise ValidationError(
-                {"workflow": [f"No workflow with id or name {data['workflow']!r}."]}
-            )
-        key = request.headers.get("Idempotency-Key") or None
-        if key is not None and len(key) > _MAX_KEY:
-            raise ValidationError({"Idempotency-Key": [f"At most {_MAX_KEY} characters."]})
+        workflow = selectors.workflow_named(data["workflow"])
+        key = idempotency_key(request)
         execution, _ = execution_start(
             version=_version(workflow, data.get("version")),
             input={} if data["input"] is None else data["input"],

@@ -7,11 +7,11 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from executions.selectors import workflow_by_ref
+from executions.selectors import workflow_named
 from schedules import selectors
 from schedules.models import Schedule
 from schedules.serializers import (
@@ -40,11 +40,7 @@ class ScheduleListCreate(generics.ListAPIView):
         body = ScheduleCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        workflow = workflow_by_ref(data["workflow"])
-        if workflow is None:
-            raise ValidationError(
-                {"workflow": [f"No workflow with id or name {data['workflow']!r}."]}
-            )
+        workflow = workflow_named(data["workflow"])
         schedule = schedule_create(
             workflow=workflow,
             version=data.get("version"),

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from executions.selectors import workflow_by_ref
+from config.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key
+from executions.selectors import workflow_named
 from triggers.models import Trigger
 from triggers.serializers import (
     EventAcceptedSerializer,
@@ -19,10 +20,9 @@ from triggers.serializers import (
 )
 from triggers.services import event_publish, executions_of, trigger_create
 
-_MAX_KEY = 255
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
-    {"type": "string", "minLength": 1, "maxLength": _MAX_KEY},
+    {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX},
     OpenApiParameter.HEADER,
     description="Repeating an event with the same key returns the first one and starts nothing.",
 )
@@ -37,11 +37,7 @@ class TriggerListCreate(generics.ListAPIView):
         body = TriggerCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        workflow = workflow_by_ref(data["workflow"])
-        if workflow is None:
-            raise ValidationError(
-                {"workflow": [f"No workflow with id or name {data['workflow']!r}."]}
-            )
+        workflow = workflow_named(data["workflow"])
         trigger = trigger_create(
             name=data["name"],
             event=data["event"],
@@ -83,9 +79,7 @@ class EventCreate(APIView):
     def post(self, request: Request) -> Response:
         body = EventCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        key = request.headers.get("Idempotency-Key") or None
-        if key is not None and len(key) > _MAX_KEY:
-            raise ValidationError({"Idempotency-Key": [f"At most {_MAX_KEY} characters."]})
+        key = idempotency_key(request)
         event = event_publish(
             key=body.validated_data["key"],
             data=body.validated_data["data"],
