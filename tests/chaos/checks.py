@@ -4,6 +4,7 @@ and the HTTP server's request counts. Each check returns problems (empty: it hol
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -218,6 +219,19 @@ _ERROR = re.compile(r"Task ([\w.]+)\[[^\]]+\] raised unexpected: (\w+)")
 _RETRIED = {"lease renewal of attempt": "lease renewals", "recording attempt": "results"}
 
 
+def _message(line: str) -> str:
+    """A log line's message: workers log JSON lines by default (WORKFLOW_LOG_FORMAT), the
+    plain format is the line itself."""
+    if line.startswith("{"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(record, dict) and isinstance(record.get("message"), str):
+            return record["message"]
+    return line
+
+
 def worker_log_figures(log_dir: Path) -> dict[str, Any]:
     """What the sweepers did (work the broker forgot) and which task errors the workers saw
     (a task that failed on a restarting server is recovered by the sweeper)."""
@@ -225,7 +239,7 @@ def worker_log_figures(log_dir: Path) -> dict[str, Any]:
     errors: Counter[str] = Counter()
     retried: Counter[str] = Counter()
     for log in log_dir.glob("worker-*.log"):
-        for line in log.read_text(errors="replace").splitlines():
+        for line in map(_message, log.read_text(errors="replace").splitlines()):
             if found := _SWEEP.search(line):
                 swept.update(ast.literal_eval(found.group(1)))
             elif found := _ERROR.search(line):
