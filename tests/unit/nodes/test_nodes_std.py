@@ -52,11 +52,12 @@ def test_sleep_heartbeats_at_least_every_second_and_returns_input(monkeypatch):
 
     ctx = NodeContext("e", "n", 1, _heartbeat=beat, _cancel_event=clock)  # type: ignore[arg-type]
     started = clock.monotonic()
-    assert call("std.sleep", {"seconds": 1.3, "x": 1}, ctx) == {"seconds": 1.3, "x": 1}
+    assert call("std.sleep", {"seconds": 1.25, "x": 1}, ctx) == {"seconds": 1.25, "x": 1}
     elapsed = clock.monotonic() - started
-    # It sleeps the whole time, and overshoots by less than one wake-up step (1e-9: the
-    # fake clock adds floats).
-    assert 1.3 - 1e-9 <= elapsed < 1.3 + nodes.context.SLEEP_STEP_SECONDS + 1e-9
+    # Exactly the time asked (not a multiple of the step): the last wait is cut to the
+    # deadline (approx: the fake clock adds floats). Early or overshooting by part of a
+    # step fails.
+    assert elapsed == pytest.approx(1.25, abs=1e-9)
     assert len(beats) >= 2
     gaps = [b - a for a, b in zip([started, *beats], [*beats, clock.monotonic()], strict=True)]
     assert max(gaps) < 1.0
