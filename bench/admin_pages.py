@@ -15,6 +15,7 @@ import os
 import statistics
 import time
 import uuid
+from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -92,7 +93,9 @@ def measure(client: Client, url: str, runs: int) -> tuple[float, float, float, i
     return best, statistics.median(times), min(cpu), len(queries), len(response.content)
 
 
-def main() -> None:
+def prepare() -> tuple[argparse.Namespace, Execution, Execution, Any]:
+    """The benches' shared set-up: arguments, the database filled (build), a superuser;
+    returns (args, the big execution, another one, the user)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--executions", type=int, default=100_000)
@@ -103,10 +106,15 @@ def main() -> None:
     user = get_user_model().objects.filter(username="bench-root").first()
     if user is None:
         user = get_user_model().objects.create_superuser("bench-root", password="pw")
-    client = Client()
-    client.force_login(user)
     some = Execution.objects.exclude(pk=big.pk).order_by("created_at").first()
     assert some is not None
+    return args, big, some, user
+
+
+def main() -> None:
+    args, big, some, user = prepare()
+    client = Client()
+    client.force_login(user)
     base = "/admin/executions/execution/"
     pages = {
         f"execution page, {big.last_seq:,} events": f"{base}{big.pk}/change/",

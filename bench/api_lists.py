@@ -11,7 +11,6 @@ serialization; no network): best and median of several runs, and its queries.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
@@ -23,13 +22,11 @@ import django
 
 django.setup()
 
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
-from bench.admin_pages import build  # noqa: E402
+from bench.admin_pages import prepare  # noqa: E402
 from executions.longpoll import wait_for_rows  # noqa: E402
 from executions.models import Event, Execution  # noqa: E402
 
@@ -59,20 +56,9 @@ def look_ms(execution: Execution, runs: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--executions", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
-    big = build(args.events, args.executions)
-    user = get_user_model().objects.filter(username="bench-root").first()
-    if user is None:
-        user = get_user_model().objects.create_superuser("bench-root", password="pw")
+    args, big, some, user = prepare()
     client = APIClient()
     client.force_authenticate(user)
-    some = Execution.objects.exclude(pk=big.pk).order_by("created_at").first()
-    assert some is not None
     month = some.created_at + timedelta(days=30)
     e = f"/executions/{big.pk}"
     pages = {
