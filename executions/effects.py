@@ -93,6 +93,16 @@ def _apply_effect(
         due = datetime.fromisoformat(event.data["due_at"])
         attempt = event.data["next_attempt"]
         start_timer(execution, event.node_id, attempt, TimerKind.RETRY, due, outbox)
+    elif kind == EventType.SIGNAL_RECEIVED and event.node_id:
+        # The wait is answered (an approval decided, a signal delivered): its timeout
+        # must never fire, and a late wake-up for it finds it fired and does nothing.
+        # integrity.expected_timers closes it on the same event.
+        Timer.objects.filter(
+            execution=execution,
+            node_id=event.node_id,
+            kind=TimerKind.TIMEOUT,
+            fired_at__isnull=True,
+        ).update(fired_at=now)
     elif kind == EventType.TASK_TIMED_OUT and event.node_id:
         # A `workflow` node's attempt gave up on its child: the child must not run on.
         cancel_children(execution, event.node_id, outbox, attempt=event.attempt)

@@ -90,7 +90,8 @@ def expected_attempts(events: Iterable[Event]) -> dict[tuple[str, int], Expected
 
 
 def expected_timers(events: Iterable[Event]) -> dict[tuple[str, int, str], ExpectedTimer]:
-    """(node, attempt, kind) -> the delay, retry and timeout Timer rows the log implies."""
+    """(node, attempt, kind) -> the delay, retry and timeout Timer rows the log implies;
+    fired_at is when the log closed one (it fired, or its wait was answered)."""
     timers: dict[tuple[str, int, str], ExpectedTimer] = {}
     for event in events:
         node_id = event.node_id or ""
@@ -108,6 +109,11 @@ def expected_timers(events: Iterable[Event]) -> dict[tuple[str, int, str], Expec
             key = (node_id, event.attempt or 0, event.data.get("kind", TimerKind.DELAY))
             if key in timers:
                 timers[key] = ExpectedTimer(timers[key].due_at, event.timestamp)
+        elif event.type == EventType.SIGNAL_RECEIVED and event.node_id:
+            # The answer to a wait closes its open timeout (effects._apply_effect).
+            for key, timer in timers.items():
+                if key[0] == node_id and key[2] == TimerKind.TIMEOUT and timer.fired_at is None:
+                    timers[key] = ExpectedTimer(timer.due_at, event.timestamp)
     return timers
 
 
@@ -181,7 +187,7 @@ def _timer_problems(
             message = f"{where}: due {timer.due_at.isoformat()}, log {want.due_at.isoformat()}"
             problems.append(Problem(eid, "timers", message))
         elif want.fired_at is not None and timer.fired_at is None:
-            problems.append(Problem(eid, "timers", f"{where}: fired in the log, not in the row"))
+            problems.append(Problem(eid, "timers", f"{where}: closed in the log, open in the row"))
     for key in sorted(set(stored) - set(wanted)):
         problems.append(Problem(eid, "timers", f"{key[2]} timer {_at(key[:2])}: not in the log"))
     return problems

@@ -71,6 +71,9 @@ def test_an_answer_in_time_wins_over_the_timeout(live) -> None:
     done = live.wait(execution.pk)
     assert done.status == "succeeded"
     assert events(done, "approval_timed_out") == []
+    # The answer closed the timeout: the sweeper never fires it into the log.
+    assert Timer.objects.get(execution=done, kind="timeout").fired_at is not None
+    assert events(done, "timer_fired") == []
     verified(done)
 
 
