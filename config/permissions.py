@@ -63,7 +63,11 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
         "DELETE": ("schedules.delete_schedule",),
     },
     "trigger-list": {"GET": ("triggers.view_trigger",), "POST": ("triggers.add_trigger",)},
-    "trigger-detail": {"GET": ("triggers.view_trigger",), "DELETE": ("triggers.delete_trigger",)},
+    "trigger-detail": {
+        "GET": ("triggers.view_trigger",),
+        "PATCH": ("triggers.change_trigger",),
+        "DELETE": ("triggers.delete_trigger",),
+    },
     # An event may start executions: it needs its own add permission.
     "event-create": {"POST": ("triggers.add_event",)},
     # Counts of executions and tasks by status: what a viewer of executions may see.

@@ -1,18 +1,73 @@
-"""Admin: the triggers, and the recent events with what each started (read-only)."""
+"""Admin: the triggers (enable, disable, change their filter and input, validated as
+PATCH /triggers/{name} validates), and the recent events with what each started
+(read-only). Creating a trigger is done through the API."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from config.admin_forms import ApiValidatedForm
 from triggers.models import Event, EventRun, Trigger
+from triggers.serializers import TriggerUpdateSerializer
+from triggers.services import trigger_check, trigger_update
+
+_EDITABLE = ("enabled", "filter", "input")
+
+
+class TriggerForm(ApiValidatedForm):
+    serializer = TriggerUpdateSerializer
+
+    class Meta:
+        model = Trigger
+        fields = list(_EDITABLE)
+
+    def check(self, changes: dict[str, Any]) -> None:
+        trigger_check(trigger=self.instance, changes=changes)
 
 
 @admin.register(Trigger)
 class TriggerAdmin(admin.ModelAdmin):
+    form = TriggerForm
     list_display = ["name", "event", "workflow", "version", "filter", "enabled", "created_by"]
     list_filter = ["enabled", "event"]
     list_select_related = ["workflow", "version"]
     search_fields = ["name", "event"]
+    fields = ["name", "event", "workflow", "version", *_EDITABLE, "created_at", "created_by"]
+    readonly_fields = ["name", "event", "workflow", "version", "created_at", "created_by"]
+    actions = ["enable_selected", "disable_selected"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def save_model(
+        self, request: HttpRequest, obj: Trigger, form: TriggerForm, change: bool
+    ) -> None:
+        if form.changes:
+            trigger_update(trigger=obj, changes=form.changes)
+
+    @admin.action(description="Enable selected triggers", permissions=["change"])
+    def enable_selected(self, request: HttpRequest, queryset: QuerySet[Trigger]) -> None:
+        self._set_enabled(request, queryset, enabled=True)
+
+    @admin.action(description="Disable selected triggers", permissions=["change"])
+    def disable_selected(self, request: HttpRequest, queryset: QuerySet[Trigger]) -> None:
+        self._set_enabled(request, queryset, enabled=False)
+
+    def _set_enabled(
+        self, request: HttpRequest, queryset: QuerySet[Trigger], *, enabled: bool
+    ) -> None:
+        changed = [t for t in queryset.select_related("workflow") if t.enabled != enabled]
+        for trigger in changed:
+            trigger_update(trigger=trigger, changes={"enabled": enabled})
+        word = "enabled" if enabled else "disabled"
+        names = ", ".join(t.name for t in changed) or "none"
+        self.message_user(
+            request, f"{len(changed)} trigger(s) {word}: {names}.", level=messages.SUCCESS
+        )
 
 
 class EventRunInline(admin.TabularInline):

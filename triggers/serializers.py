@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from config.fields import (
@@ -29,6 +31,35 @@ class TriggerCreateSerializer(serializers.Serializer):
         help_text="A JMESPath expression over {\"event\": ...}; the trigger fires when truthy.",
     )  # fmt: skip
     enabled = StrictBooleanField(required=False, default=True)
+
+
+class TriggerUpdateSerializer(serializers.Serializer):
+    """A PATCH: every field optional, an absent one unchanged; the name, event and
+    workflow are the trigger's identity (delete it and create another to change them)."""
+
+    enabled = StrictBooleanField(required=False, help_text="false: events start nothing.")
+    filter = StrictCharField(
+        required=False, allow_blank=True, max_length=1000,
+        help_text='A JMESPath expression over {"event": ...}; "" fires on every event.',
+    )  # fmt: skip
+    input = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text='A template over {"event": {"key", "data"}}; null: the event\'s data.',
+    )  # fmt: skip
+    version = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_INT32,
+        help_text="Pin a version; null runs the latest.",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # A key this PATCH cannot change is refused, not silently ignored.
+        others = sorted(set(self.initial_data) - set(self.fields))
+        if others:
+            raise serializers.ValidationError(
+                {key: ["cannot be changed: PATCH takes enabled, filter, input, version."]
+                 for key in others}
+            )  # fmt: skip
+        return attrs
 
 
 class TriggerSerializer(serializers.ModelSerializer):

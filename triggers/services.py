@@ -19,7 +19,7 @@ from workflows.dsl.templates import (
     root_of,
     search,
 )
-from workflows.models import WorkflowDefinition
+from workflows.models import WorkflowDefinition, WorkflowVersion
 from workflows.selectors import version_resolve
 
 ROOT = "event"
@@ -36,6 +36,24 @@ def _check_expression(expression: str, field: str) -> None:
         raise ValidationError({field: [str(exc)]}) from None
 
 
+def _pinned(workflow: WorkflowDefinition, version: int | None) -> WorkflowVersion | None:
+    if version is None:
+        return None
+    pinned = workflow.versions.filter(version=version).first()
+    if pinned is None:
+        raise ValidationError(
+            {"version": [f"Workflow '{workflow.name}' has no version {version}."]}
+        )
+    return pinned
+
+
+def _check_templates(*, input: Any = None, filter: str = "") -> None:
+    for expression in expressions(input):
+        _check_expression(expression, "input")
+    if filter:
+        _check_expression(filter, "filter")
+
+
 def trigger_create(
     *,
     name: str,
@@ -49,17 +67,8 @@ def trigger_create(
 ) -> Trigger:
     """Raises ValidationError naming the field: a taken name, an unknown version, an
     expression that does not read the event or does not parse."""
-    pinned = None
-    if version is not None:
-        pinned = workflow.versions.filter(version=version).first()
-        if pinned is None:
-            raise ValidationError(
-                {"version": [f"Workflow '{workflow.name}' has no version {version}."]}
-            )
-    for expression in expressions(input):
-        _check_expression(expression, "input")
-    if filter:
-        _check_expression(filter, "filter")
+    pinned = _pinned(workflow, version)
+    _check_templates(input=input, filter=filter)
     try:
         with transaction.atomic():
             return Trigger.objects.create(
@@ -74,6 +83,32 @@ def trigger_create(
             )
     except IntegrityError:
         raise ValidationError({"name": [f"A trigger named '{name}' exists."]}) from None
+
+
+#: What PATCH /triggers/{name} (and the admin) may change.
+UPDATABLE = ("enabled", "filter", "input", "version")
+
+
+def trigger_check(*, trigger: Trigger, changes: dict[str, Any]) -> None:
+    """Raise ValidationError naming the field, as trigger_create does, for `changes`."""
+    if "version" in changes:
+        _pinned(trigger.workflow, changes["version"])
+    _check_templates(input=changes.get("input"), filter=changes.get("filter", ""))
+
+
+def trigger_update(*, trigger: Trigger, changes: dict[str, Any]) -> Trigger:
+    """PATCH: enabled, filter, input (null: the event's data), version (null: the latest);
+    an absent key is unchanged. Validated as on create."""
+    trigger_check(trigger=trigger, changes=changes)
+    fields = [name for name in UPDATABLE if name in changes]
+    for name in fields:
+        value = changes[name]
+        if name == "version":
+            value = _pinned(trigger.workflow, value)
+        setattr(trigger, name, value)
+    if fields:
+        trigger.save(update_fields=fields)
+    return trigger
 
 
 def event_publish(

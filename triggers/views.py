@@ -17,8 +17,9 @@ from triggers.serializers import (
     EventCreateSerializer,
     TriggerCreateSerializer,
     TriggerSerializer,
+    TriggerUpdateSerializer,
 )
-from triggers.services import event_publish, executions_of, trigger_create
+from triggers.services import event_publish, executions_of, trigger_create, trigger_update
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
@@ -62,6 +63,14 @@ class TriggerDetail(generics.GenericAPIView):
     serializer_class = TriggerSerializer
 
     def get(self, request: Request, name: str) -> Response:
+        return Response(TriggerSerializer(_trigger(name)).data)
+
+    @extend_schema(request=TriggerUpdateSerializer, responses=TriggerSerializer)
+    def patch(self, request: Request, name: str) -> Response:
+        trigger = _trigger(name)
+        body = TriggerUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        trigger_update(trigger=trigger, changes=dict(body.validated_data))
         return Response(TriggerSerializer(_trigger(name)).data)
 
     @extend_schema(responses={204: None})

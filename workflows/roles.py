@@ -23,6 +23,7 @@ VIEW = (
     ("executions", "view_attempt"),
     ("executions", "view_timer"),
     ("schedules", "view_schedule"),
+    ("schedules", "view_schedulefire"),
     ("triggers", "view_trigger"),
     ("triggers", "view_event"),
 )
@@ -50,6 +51,7 @@ ROLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("schedules", "change_schedule"),
         ("schedules", "delete_schedule"),
         ("triggers", "add_trigger"),
+        ("triggers", "change_trigger"),
         ("triggers", "delete_trigger"),
     ),
 }

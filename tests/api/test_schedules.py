@@ -222,7 +222,9 @@ def test_admin_pauses_and_deletes_through_the_services(api, version, admin_clien
     assert admin_client.get("/admin/schedules/schedule/").status_code == 200
     page = f"/admin/schedules/schedule/{schedule_id}/change/"
     assert admin_client.get(page).status_code == 200
-    assert admin_client.post(page, {}).status_code == 302  # the checkbox left unticked
+    # The form as shown, with the checkbox left unticked.
+    shown = {"overlap": "skip", "catchup": "last", "catchup_window_seconds": 3600}
+    assert admin_client.post(page, shown).status_code == 302
     assert PeriodicTask.objects.get(workflow_schedule__id=schedule_id).enabled is False
     delete = f"/admin/schedules/schedule/{schedule_id}/delete/"
     assert admin_client.post(delete, {"post": "yes"}).status_code == 302

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from executions.models import Execution
 from tests.factories import make_version
-from triggers.models import Event, EventRun
+from triggers.models import Event, EventRun, Trigger
+from workflows.services import workflow_version_create
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +126,119 @@ def test_the_admin_lists_triggers_and_recent_events(api, workflow, admin_client)
     detail = admin_client.get(f"/admin/triggers/event/{accepted['id']}/change/")
     assert detail.status_code == 200
     assert accepted["executions"][0] in detail.content.decode()
+
+
+def test_patch_changes_enabled_filter_input_and_version(api, workflow) -> None:
+    trigger(api, version=1)
+    workflow_version_create(workflow=workflow, definition=ECHO)
+    body = {
+        "enabled": False,
+        "filter": "event.data.plan == 'pro'",
+        "input": {"u": "{{ event.data.id }}"},
+    }
+    response = api.patch("/triggers/welcome", body, format="json")
+    assert response.status_code == 200, response.content
+    shown = response.json()
+    assert {k: shown[k] for k in body} == body
+    assert shown["version"] == 1  # absent: unchanged
+    assert publish(api, "user.signed_up", {"id": 1, "plan": "pro"})["executions"] == []
+    changed = api.patch("/triggers/welcome", {"enabled": True, "version": 2}, format="json")
+    assert changed.json()["version"] == 2
+    assert publish(api, "user.signed_up", {"id": 2, "plan": "free"})["executions"] == []
+    (started,) = publish(api, "user.signed_up", {"id": 3, "plan": "pro"})["executions"]
+    execution = Execution.objects.get(pk=started)
+    assert (execution.input, execution.version.version) == ({"u": 3}, 2)
+    # null: the latest version, and the event's data as the input; "" filters nothing.
+    body = {"version": None, "input": None, "filter": ""}
+    unpinned = api.patch("/triggers/welcome", body, format="json").json()
+    assert (unpinned["version"], unpinned["input"], unpinned["filter"]) == (None, None, "")
+    (started,) = publish(api, "user.signed_up", {"id": 4})["executions"]
+    assert Execution.objects.get(pk=started).input == {"id": 4}
+    assert api.patch("/triggers/welcome", {}, format="json").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"filter": "input.x == `1`"}, "filter"),
+        ({"filter": "event.data.["}, "filter"),
+        ({"filter": 3}, "filter"),
+        ({"input": {"x": "{{ secrets.TOKEN }}"}}, "input"),
+        ({"version": 9}, "version"),
+        ({"version": 0}, "version"),
+        ({"version": "1"}, "version"),
+        ({"enabled": "yes"}, "enabled"),
+        ({"event": "user.left"}, "event"),
+        ({"name": "other"}, "name"),
+        ({"workflow": "on-signup"}, "workflow"),
+    ],
+)
+def test_a_bad_patch_is_a_400_naming_the_field_and_changes_nothing(
+    api, workflow, body, field
+) -> None:
+    before = trigger(api, filter="event.data.id > `0`")
+    response = api.patch("/triggers/welcome", {"enabled": False, **body}, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+    assert api.get("/triggers/welcome").json() == before
+
+
+def test_patch_of_an_unknown_trigger_is_404_and_needs_change_trigger(api, workflow) -> None:
+    missing = api.patch("/triggers/nobody", {"enabled": False}, format="json")
+    assert missing.status_code == 404
+    assert "nobody" in missing.json()["detail"]
+    trigger(api)
+    viewer = get_user_model().objects.create_user("watcher")
+    viewer.groups.set(Group.objects.filter(name="viewer"))
+    client = APIClient()
+    client.force_authenticate(viewer)
+    assert client.get("/triggers/welcome").status_code == 200
+    assert client.patch("/triggers/welcome", {"enabled": False}, format="json").status_code == 403
+    assert Trigger.objects.get(name="welcome").enabled is True
+
+
+def test_the_admin_enables_and_disables_selected_triggers(api, workflow, admin_client) -> None:
+    trigger(api)
+    trigger(api, name="vip")
+    trigger(api, name="off", enabled=False)
+    page = "/admin/triggers/trigger/"
+    listed = admin_client.get(page).content.decode()
+    assert "Disable selected triggers" in listed
+    assert "Enable selected triggers" in listed
+    pks = [Trigger.objects.get(name=name).pk for name in ("welcome", "off")]
+    off = {"action": "disable_selected", "_selected_action": pks}
+    done = admin_client.post(page, off, follow=True)
+    assert "1 trigger(s) disabled: welcome." in done.content.decode()
+    enabled = dict(Trigger.objects.values_list("name", "enabled"))
+    assert enabled == {"welcome": False, "vip": True, "off": False}
+    assert len(publish(api, "user.signed_up", {"id": 1})["executions"]) == 1  # vip alone
+    on = {"action": "enable_selected", "_selected_action": pks}
+    admin_client.post(page, on)
+    assert set(Trigger.objects.filter(enabled=True).values_list("name", flat=True)) == {
+        "welcome",
+        "vip",
+        "off",
+    }
+
+
+def test_the_admin_change_form_validates_as_patch_does(api, workflow, admin_client) -> None:
+    trigger(api, filter="event.data.id > `0`")
+    page = f"/admin/triggers/trigger/{Trigger.objects.get(name='welcome').pk}/change/"
+    assert admin_client.get(page).status_code == 200
+    shown = {"enabled": "on", "filter": "event.data.id > `0`", "input": "null"}
+    for field, value in [("filter", "input.x == `1`"), ("input", '{"x": "{{ secrets.T }}"}')]:
+        response = admin_client.post(page, {**shown, field: value})
+        assert response.status_code == 200
+        errors = response.context["adminform"].form.errors
+        assert list(errors) == [field], errors
+        assert "must read the event" in str(errors[field])
+    assert Trigger.objects.get(name="welcome").filter == "event.data.id > `0`"
+    changed = {"enabled": "", "filter": "event.data.plan == 'pro'", "input": '{"u": 1}'}
+    assert admin_client.post(page, changed).status_code == 302
+    saved = api.get("/triggers/welcome").json()
+    assert (saved["enabled"], saved["filter"], saved["input"]) == (
+        False,
+        "event.data.plan == 'pro'",
+        {"u": 1},
+    )
+    assert admin_client.get("/admin/triggers/trigger/add/").status_code == 403  # API only
