@@ -6,6 +6,9 @@ so it is done through the API."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -21,23 +24,31 @@ from schedules.services import schedule_delete, schedule_update
 
 #: What the change form edits; everything else is shown read-only.
 _EDITABLE = ("enabled", "overlap", "catchup", "catchup_window_seconds")
-# The stubs type `fields` as field groups, which readonly_fields may not hold.
-_FIELDS = (
-    "workflow",
-    "version",
-    "cron",
-    "timezone",
-    "input",
-    *_EDITABLE,
-    "last_fire_at",
-    "created_at",
-    "created_by",
-    "updated_at",
-    "updated_by",
-    "recent_fires",
+_GROUPS: tuple[tuple[str | None, tuple[str, ...]], ...] = (
+    (None, ("workflow", "version", "cron", "timezone", "input")),
+    ("Policies", _EDITABLE),
+    ("Fires", ("last_fire_at", "recent_fires")),
+    ("Audit", ("created_at", "created_by", "updated_at", "updated_by")),
 )
+_READONLY = [name for _, names in _GROUPS for name in names if name not in _EDITABLE]
 #: How many fires the change page shows (the ScheduleFire list has them all).
 RECENT_FIRES = 10
+
+
+#: The API's words for each choice, with what it does (the form shows these).
+_CHOICES = {
+    "overlap": [
+        ("allow", "allow: start anyway"),
+        ("skip", "skip: start nothing while one runs"),
+        ("buffer_one", "buffer_one: keep one fire, started when the running one ends"),
+        ("cancel_other", "cancel_other: cancel the running ones, then start"),
+    ],
+    "catchup": [
+        ("none", "none: run no fire missed while beat was down"),
+        ("last", "last: run the latest missed fire"),
+        ("all", "all: run every missed fire within the window, oldest first"),
+    ],
+}
 
 
 class ScheduleForm(ApiValidatedForm):
@@ -46,13 +57,18 @@ class ScheduleForm(ApiValidatedForm):
     class Meta:
         model = Schedule
         fields = list(_EDITABLE)
+        labels = {"catchup": "Catch-up", "catchup_window_seconds": "Catch-up window (seconds)"}
         help_texts = {
-            "overlap": "While an execution it started runs: allow, skip, buffer_one (keep one "
-            "fire for when it ends) or cancel_other.",
-            "catchup": "Fire times missed while beat was down: none, last, or all within the "
-            "window.",
+            "overlap": "What a fire does while an execution this schedule started still runs.",
             "catchup_window_seconds": "With catch-up 'all': how far back a missed fire still runs.",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, choices in _CHOICES.items():
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)  # the model's choices: same values
+            field.choices = choices
 
 
 def execution_link(execution_id: object) -> str:
@@ -67,26 +83,45 @@ def execution_link(execution_id: object) -> str:
 class ScheduleAdmin(admin.ModelAdmin):
     form = ScheduleForm
     list_display = [
-        "id",
+        "short_id",
         "workflow",
         "version",
-        "cron",
-        "timezone",
+        "when",
         "enabled",
-        "overlap",
-        "catchup",
-        "next_run_at",
+        "policies",
+        "next_run",
         "created_by",
         "updated_by",
     ]
-    list_filter = ["enabled", "overlap", "catchup", "workflow"]
+    list_filter = ["enabled", "overlap", "workflow"]
     list_select_related = ["workflow", "version"]
     search_fields = ["workflow__name", "cron"]
-    fields = _FIELDS
-    readonly_fields = [f for f in _FIELDS if f not in _EDITABLE]
+    fieldsets = [(title, {"fields": names}) for title, names in _GROUPS]
+    readonly_fields = _READONLY
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="schedule", ordering="id")
+    def short_id(self, obj: Schedule) -> str:
+        return format_html('<span title="{}">{}…</span>', obj.pk, str(obj.pk)[:8])
+
+    @admin.display(description="cron", ordering="cron")
+    def when(self, obj: Schedule) -> str:
+        # One line: a cron's fields wrapped one under another read as a different cron.
+        return format_html(
+            '<span style="white-space: nowrap">{} ({})</span>', obj.cron, obj.timezone
+        )
+
+    @admin.display(description="next run (UTC)")
+    def next_run(self, obj: Schedule) -> str:
+        when = obj.next_run_at
+        return "paused" if when is None else f"{when:%Y-%m-%d\N{NO-BREAK SPACE}%H:%M}"
+
+    @admin.display(description="overlap / catch-up")
+    def policies(self, obj: Schedule) -> str:
+        window = f" {obj.catchup_window_seconds}\N{NO-BREAK SPACE}s" if obj.catchup == "all" else ""
+        return f"{obj.overlap} / {obj.catchup}{window}"
 
     @admin.display(description="recent fires")
     def recent_fires(self, obj: Schedule) -> SafeString | str:

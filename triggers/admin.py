@@ -60,14 +60,18 @@ class TriggerAdmin(admin.ModelAdmin):
     def _set_enabled(
         self, request: HttpRequest, queryset: QuerySet[Trigger], *, enabled: bool
     ) -> None:
-        changed = [t for t in queryset.select_related("workflow") if t.enabled != enabled]
+        chosen = list(queryset.select_related("workflow"))
+        changed = [t for t in chosen if t.enabled != enabled]
         for trigger in changed:
             trigger_update(trigger=trigger, changes={"enabled": enabled})
         word = "enabled" if enabled else "disabled"
-        names = ", ".join(t.name for t in changed) or "none"
-        self.message_user(
-            request, f"{len(changed)} trigger(s) {word}: {names}.", level=messages.SUCCESS
-        )
+        said = f"{len(changed)} trigger{'' if len(changed) == 1 else 's'} {word}"
+        if changed:
+            said += ": " + ", ".join(t.name for t in changed)
+        already = [t.name for t in chosen if t not in changed]
+        if already:
+            said += f"; already {word}: {', '.join(already)}"
+        self.message_user(request, f"{said}.", level=messages.SUCCESS)
 
 
 class EventRunInline(admin.TabularInline):

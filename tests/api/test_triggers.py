@@ -208,7 +208,7 @@ def test_the_admin_enables_and_disables_selected_triggers(api, workflow, admin_c
     pks = [Trigger.objects.get(name=name).pk for name in ("welcome", "off")]
     off = {"action": "disable_selected", "_selected_action": pks}
     done = admin_client.post(page, off, follow=True)
-    assert "1 trigger(s) disabled: welcome." in done.content.decode()
+    assert "1 trigger disabled: welcome; already disabled: off." in done.content.decode()
     enabled = dict(Trigger.objects.values_list("name", "enabled"))
     assert enabled == {"welcome": False, "vip": True, "off": False}
     assert len(publish(api, "user.signed_up", {"id": 1})["executions"]) == 1  # vip alone
