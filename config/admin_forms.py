@@ -29,7 +29,7 @@ class ApiValidatedForm(forms.ModelForm):
         """The service's checks of `changes`: raise a ValidationError keyed by field."""
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         if self.errors:
             return cleaned
         accepted = self.serializer().fields

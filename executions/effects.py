@@ -100,6 +100,7 @@ def _apply_effect(
         Timer.objects.filter(
             execution=execution,
             node_id=event.node_id,
+            attempt=event.attempt or 0,
             kind=TimerKind.TIMEOUT,
             fired_at__isnull=True,
         ).update(fired_at=now)

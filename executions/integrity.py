@@ -111,9 +111,9 @@ def expected_timers(events: Iterable[Event]) -> dict[tuple[str, int, str], Expec
                 timers[key] = ExpectedTimer(timers[key].due_at, event.timestamp)
         elif event.type == EventType.SIGNAL_RECEIVED and event.node_id:
             # The answer to a wait closes its open timeout (effects._apply_effect).
-            for key, timer in timers.items():
-                if key[0] == node_id and key[2] == TimerKind.TIMEOUT and timer.fired_at is None:
-                    timers[key] = ExpectedTimer(timer.due_at, event.timestamp)
+            key = (node_id, event.attempt or 0, TimerKind.TIMEOUT)
+            if key in timers and timers[key].fired_at is None:
+                timers[key] = ExpectedTimer(timers[key].due_at, event.timestamp)
     return timers
 
 

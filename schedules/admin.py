@@ -175,8 +175,8 @@ class ScheduleFireAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ["schedule__workflow"]
     date_hierarchy = "fire_time"
     ordering = ["-fire_time"]
-    fields = ["schedule", "fire_time", "outcome", "execution_column", "created_at"]
-    readonly_fields = fields
+    readonly_fields = ["schedule", "fire_time", "outcome", "execution_column", "created_at"]
+    fields = tuple(readonly_fields)
 
     @admin.display(description="execution", ordering="execution_id")
     def execution_column(self, obj: ScheduleFire) -> str:
