@@ -28,28 +28,13 @@ from schedules.cron import CLOCK_SKEW, CronError, cron_fields, fires_between, ti
 from schedules.models import FireOutcome, Overlap, Schedule, ScheduleFire
 from schedules.policy import MAX_CATCHUP, overlap_outcome, to_fire
 from schedules.selectors import schedule_get
-from workflows.models import WorkflowDefinition, WorkflowVersion
+from workflows.models import WorkflowDefinition
 from workflows.selectors import version_resolve
+from workflows.services import version_pinned
 
 log = logging.getLogger(__name__)
 
 RUN_TASK = "schedules.tasks.run_schedule"
-
-
-def _pinned_version(workflow: WorkflowDefinition, number: int | None) -> WorkflowVersion | None:
-    if number is None:
-        return None
-    found = workflow.versions.filter(version=number).first()
-    if found is None:
-        raise ValidationError(
-            {
-                "version": [
-                    f"Workflow '{workflow.name}' has no version {number}; omit it to "
-                    "run the latest version at each tick."
-                ]
-            }
-        )
-    return found
 
 
 def _validated(cron: str, tz_name: str) -> dict[str, str]:
@@ -83,7 +68,9 @@ def schedule_create(
 ) -> Schedule:
     """A schedule and the beat entry that fires it; raises ValidationError naming the field."""
     fields = _validated(cron, timezone_name)
-    pinned = _pinned_version(workflow, version)
+    pinned = version_pinned(
+        workflow=workflow, number=version, hint="; omit it to run the latest version at each tick"
+    )
     # The id is chosen up front so that the PeriodicTask, which must exist first (the
     # schedule's link to it is not nullable), can already carry it in its name and args.
     schedule_id = uuid.uuid4()

@@ -19,8 +19,9 @@ from workflows.dsl.templates import (
     root_of,
     search,
 )
-from workflows.models import WorkflowDefinition, WorkflowVersion
+from workflows.models import WorkflowDefinition
 from workflows.selectors import version_resolve
+from workflows.services import version_pinned
 
 ROOT = "event"
 
@@ -34,17 +35,6 @@ def _check_expression(expression: str, field: str) -> None:
         compile_expression(expression)
     except TemplateError as exc:
         raise ValidationError({field: [str(exc)]}) from None
-
-
-def _pinned(workflow: WorkflowDefinition, version: int | None) -> WorkflowVersion | None:
-    if version is None:
-        return None
-    pinned = workflow.versions.filter(version=version).first()
-    if pinned is None:
-        raise ValidationError(
-            {"version": [f"Workflow '{workflow.name}' has no version {version}."]}
-        )
-    return pinned
 
 
 def _check_templates(*, input: Any = None, filter: str = "") -> None:
@@ -67,7 +57,7 @@ def trigger_create(
 ) -> Trigger:
     """Raises ValidationError naming the field: a taken name, an unknown version, an
     expression that does not read the event or does not parse."""
-    pinned = _pinned(workflow, version)
+    pinned = version_pinned(workflow=workflow, number=version)
     _check_templates(input=input, filter=filter)
     try:
         with transaction.atomic():
@@ -92,19 +82,19 @@ UPDATABLE = ("enabled", "filter", "input", "version")
 def trigger_check(*, trigger: Trigger, changes: dict[str, Any]) -> None:
     """Raise ValidationError naming the field, as trigger_create does, for `changes`."""
     if "version" in changes:
-        _pinned(trigger.workflow, changes["version"])
+        version_pinned(workflow=trigger.workflow, number=changes["version"])
     _check_templates(input=changes.get("input"), filter=changes.get("filter", ""))
 
 
 def trigger_update(*, trigger: Trigger, changes: dict[str, Any]) -> Trigger:
     """PATCH: enabled, filter, input (null: the event's data), version (null: the latest);
     an absent key is unchanged. Validated as on create."""
-    trigger_check(trigger=trigger, changes=changes)
-    fields = [name for name in UPDATABLE if name in changes]
-    for name in fields:
-        value = changes[name]
-        if name == "version":
-            value = _pinned(trigger.workflow, value)
+    _check_templates(input=changes.get("input"), filter=changes.get("filter", ""))
+    values = {name: changes[name] for name in UPDATABLE if name in changes}
+    if "version" in values:
+        values["version"] = version_pinned(workflow=trigger.workflow, number=values["version"])
+    fields = list(values)
+    for name, value in values.items():
         setattr(trigger, name, value)
     if fields:
         trigger.save(update_fields=fields)

@@ -77,3 +77,17 @@ def workflow_version_create(
         return WorkflowVersion.objects.create(
             workflow=locked, version=number, definition=definition, created_by=by
         )
+
+
+def version_pinned(
+    *, workflow: WorkflowDefinition, number: int | None, hint: str = ""
+) -> WorkflowVersion | None:
+    """The version a schedule or trigger pins, None for none (it runs the latest each
+    time); a number the workflow lacks raises a ValidationError on "version"."""
+    if number is None:
+        return None
+    found = workflow.versions.filter(version=number).first()
+    if found is None:
+        message = f"Workflow '{workflow.name}' has no version {number}{hint}."
+        raise ValidationError({"version": [message]})
+    return found

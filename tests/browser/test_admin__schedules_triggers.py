@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from schedules.models import Schedule, ScheduleFire
 from schedules.services import schedule_create, schedule_run
+from tests.browser.test_admin__console import log_in
+from tests.browser.test_admin__console import wait_until as wait
 from tests.factories import make_version
 from triggers.models import Trigger
 from triggers.services import trigger_create
@@ -27,22 +27,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 ECHO = {"nodes": [{"id": "a", "type": "function", "function": "std.echo"}]}
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
-PATIENCE = 30
-
-
-def log_in(chrome, live_server) -> None:
-    get_user_model().objects.create_superuser("root", "root@example.com", "pw-root")
-    chrome.get(f"{live_server.url}/admin/login/?next=/admin/")
-    chrome.find_element(By.NAME, "username").send_keys("root")
-    chrome.find_element(By.NAME, "password").send_keys("pw-root")
-    chrome.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    wait_until(chrome, lambda: "Site administration" in chrome.title)
 
 
 def wait_until(chrome, condition) -> None:
-    WebDriverWait(
-        chrome, PATIENCE, poll_frequency=0.1, ignored_exceptions=(WebDriverException,)
-    ).until(lambda _: condition())
+    wait(chrome, condition, "the page never showed it")
 
 
 def message(chrome) -> str:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import time
+import uuid
 
-from executions.models import Execution, Task
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from executions.models import Execution, Task, Timer
 from tests.factories import events, make_version, start
+from tests.integration.engine import wait_for
 
 
 def child_workflow(definition: dict) -> str:
@@ -91,3 +96,53 @@ def test_cancelling_the_parent_cancels_the_child(live) -> None:
     assert live.wait(parent.pk).status == "cancelled"
     child = live.wait(started.data["child_execution_id"], timeout=20)
     assert child.status == "cancelled"
+
+
+def started_child(parent: Execution, node_id: str, timeout: float = 30) -> Execution:
+    deadline = time.monotonic() + timeout
+    while not (found := events(parent, "child_workflow_started", node_id)):
+        assert time.monotonic() < deadline, f"{node_id} started no child"
+        time.sleep(0.05)
+    return Execution.objects.get(pk=found[0].data["child_execution_id"])
+
+
+def test_a_signal_node_inside_a_sub_workflow_is_reached_by_the_childs_id(live) -> None:
+    name = child_workflow(
+        {
+            "nodes": [
+                {"id": "paid", "type": "signal", "signal": "payment", "timeout_seconds": 3600}
+            ],
+            "output": "{{ nodes.paid.output }}",
+        }
+    )
+    parent = start(
+        {
+            "nodes": [
+                {"id": "sub", "type": "workflow", "workflow": name},
+                {
+                    "id": "after",
+                    "type": "function",
+                    "function": "std.echo",
+                    "depends_on": ["sub"],
+                    "input": "{{ nodes.sub.output.amount }}",
+                },
+            ]
+        }
+    )
+    child = started_child(parent, "sub")
+    wait_for(child, "paid", "waiting")
+    client = APIClient()
+    client.force_authenticate(
+        get_user_model().objects.create_superuser(f"op-{uuid.uuid4().hex[:8]}")
+    )
+    # The parent has no node waiting for it: a signal goes to the execution that waits.
+    to_parent = client.post(f"/executions/{parent.pk}/signals/payment", {}, format="json")
+    assert to_parent.status_code == 404
+    assert "payment" in to_parent.json()["detail"]
+    url = f"/executions/{child.pk}/signals/payment"
+    assert client.post(url, {"data": {"amount": 12}}, format="json").status_code == 202
+    done = live.wait(parent.pk)
+    assert (done.status, done.output) == ("succeeded", {"after": 12})
+    child = live.wait(child.pk)  # verifies the child's log too
+    assert (child.status, child.output) == ("succeeded", {"amount": 12})
+    assert Timer.objects.get(execution=child, kind="timeout").fired_at is not None
