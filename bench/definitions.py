@@ -22,6 +22,12 @@ def chain_definition(length: int) -> dict[str, Any]:
     return {"nodes": [noop(f"c{i}", [f"c{i - 1}"] if i else None) for i in range(length)]}
 
 
+def map_definition() -> dict[str, Any]:
+    """A map of std.noop over the execution's input `items`, at the default max_parallel."""
+    node = {"type": "function", "function": "std.noop"}
+    return {"nodes": [{"id": "m", "type": "map", "items": "{{ input.items }}", "node": node}]}
+
+
 RETRY_FOREVER = {
     "nodes": [
         {

@@ -22,6 +22,8 @@ TARGETS = {
     "history_ratio": ("<=", 1.2),
     "verify_events_per_s": (">=", 100_000.0),
     "sweep_tick_ms": ("<=", 50.0),
+    "map_ratio": ("<=", 1.2),
+    "concurrent_ratio": (">=", 0.5),
 }
 
 

@@ -11,11 +11,12 @@ from uuid import UUID
 from bench.definitions import make_version, noop
 from bench.scenarios_engine import EngineScenarios
 from bench.scenarios_live import LiveScenarios
+from bench.scenarios_scale import ScaleScenarios
 from bench.variants import Variant
 from executions.supervisor import Supervisor
 
 
-class Bench(LiveScenarios, EngineScenarios):
+class Bench(LiveScenarios, EngineScenarios, ScaleScenarios):
     def __init__(self, variant: Variant, procs: Supervisor, stamps, raw_app):
         self.v = variant
         self.procs = procs
@@ -46,6 +47,36 @@ class Bench(LiveScenarios, EngineScenarios):
             self.procs.check()
         raise TimeoutError(f"execution {execution_id} did not finish in {timeout}s")
 
+    def wait_all(self, ids: list[UUID], timeout: float) -> None:
+        """Until every execution of `ids` has ended; all must have succeeded."""
+        from executions.engine.statuses import EXECUTION_TERMINAL
+        from executions.models import Execution
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ended = dict(
+                Execution.objects.filter(pk__in=ids, status__in=EXECUTION_TERMINAL).values_list(
+                    "pk", "status"
+                )
+            )
+            failed = {pk: status for pk, status in ended.items() if status != "succeeded"}
+            if failed:
+                raise RuntimeError(f"executions ended without success: {failed}")
+            if len(ended) == len(ids):
+                return
+            time.sleep(0.05)
+            self.procs.check()
+        raise TimeoutError(f"{len(ids) - len(ended)} of {len(ids)} did not finish in {timeout}s")
+
+    def ended_at(self, execution_id: UUID | str) -> float:
+        """The timestamp of the execution's workflow_completed (epoch seconds)."""
+        from executions.models import Event
+
+        when = Event.objects.values_list("timestamp", flat=True).get(
+            execution_id=execution_id, type="workflow_completed"
+        )
+        return when.timestamp()
+
     def wait_stamps(self, key: str, count: int, timeout: float) -> list[float]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -55,11 +86,11 @@ class Bench(LiveScenarios, EngineScenarios):
             self.procs.check()
         raise TimeoutError(f"raw celery: {key} has {self.stamps.llen(key)}/{count} stamps")
 
-    def start_engine(self, version) -> tuple[float, UUID]:
+    def start_engine(self, version, input: Any = None) -> tuple[float, UUID]:
         from executions.services.start import execution_start
 
         t0 = time.time()
-        execution, _ = execution_start(version=version, input={})
+        execution, _ = execution_start(version=version, input={} if input is None else input)
         return t0, execution.pk
 
     def sig(self, *args: Any):
@@ -82,4 +113,13 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "start": Bench.start_latency,
     "history": Bench.history,
     "in_flight": Bench.in_flight,
+}
+
+# Registration point of a scenario module: a mixin declaring `scenarios` (name -> method),
+# added to Bench's bases above, is collected here (its targets go in bench/report.py
+# TARGETS, its figures in tests/bench_smoke's expected ones).
+SCENARIOS |= {
+    name: getattr(Bench, method)
+    for mixin in reversed(Bench.__mro__)
+    for name, method in vars(mixin).get("scenarios", {}).items()
 }

@@ -23,6 +23,10 @@ class Variant:
     verify_once: tuple[int, ...]  # sizes measured once (their range is one run)
     in_flight: int
     sweep_runs: int
+    map_sizes: tuple[int, ...]  # items of a std.noop map, smallest first
+    map_runs: int
+    concurrent: int  # 3-node chains started at once
+    concurrent_runs: int
 
 
 VARIANTS = {
@@ -43,6 +47,10 @@ VARIANTS = {
         verify_once=(),
         in_flight=200,
         sweep_runs=3,
+        map_sizes=(20, 80),
+        map_runs=2,
+        concurrent=20,
+        concurrent_runs=2,
     ),
     "full": Variant(
         name="full",
@@ -63,5 +71,9 @@ VARIANTS = {
         verify_once=(1_000_000,),
         in_flight=10_000,
         sweep_runs=15,
+        map_sizes=(500, 2_000, 10_000),
+        map_runs=3,
+        concurrent=200,
+        concurrent_runs=3,
     ),
 }

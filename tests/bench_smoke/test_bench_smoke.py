@@ -35,7 +35,10 @@ def expected_figures() -> set[str]:
         f"advance_{v.history_short}_events_ms", f"advance_{v.history_long}_events_ms",
         "history_ratio", "sweep_tick_ms",
         "rss_worker_main_mb", "rss_worker_children_mb", "rss_beat_mb",
+        "map_ratio", "concurrent_engine_executions_per_s", "concurrent_raw_chains_per_s",
+        "concurrent_ratio",
     }  # fmt: skip
+    names |= {f"map_{n}_items_ms_per_item" for n in v.map_sizes}
     for size in (*v.verify_sizes, *v.verify_once):
         names |= {f"verify_{size}_events_per_s", f"replay_verify_command_{size}_events_per_s"}
     return names
