@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from executions.engine.statuses import TaskStatus
 from executions.models import Attempt, Event, Execution, Task
-from workflows.models import WorkflowDefinition
-from workflows.selectors import workflow_get
+from workflows.models import WorkflowDefinition, WorkflowVersion
+from workflows.selectors import MAX_ID, workflow_get
 
 
 def execution_list(*, status: str | None = None, workflow: str | None = None) -> QuerySet:
@@ -63,3 +64,32 @@ def latest(queryset: QuerySet, field: str, count: int) -> tuple[list, int]:
     rows = list(queryset.order_by(f"-{field}")[:count])
     total = len(rows) if len(rows) < count else queryset.count()
     return rows[::-1], total
+
+
+def version_named(ref: object, number: int | None) -> WorkflowVersion:
+    """The version a start request names (`"workflow": id or name`, `"version"` or the
+    latest), with its workflow, in one query: workflow_named's rules (an id first, then a
+    name) without reading the workflow's latest definition and then the version again.
+    A 400 names what is missing."""
+    workflow = _workflow_id(ref)
+    if workflow is not None:
+        versions = WorkflowVersion.objects.select_related("workflow").filter(workflow_id=workflow)
+        if number is not None:
+            versions = versions.filter(version=number)
+        found = versions.order_by("-version").first()
+        if found is not None:
+            return found
+    named = workflow_named(ref)  # the 400 for a workflow that does not exist
+    raise ValidationError({"version": [f"Workflow '{named.name}' has no version {number}."]})
+
+
+def _workflow_id(ref: object):
+    """The id of the workflow `ref` names, as a subquery expression (None: not a ref)."""
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
+        return None
+    ref = str(ref)
+    by_name = Subquery(WorkflowDefinition.objects.filter(name=ref).values("pk")[:1])
+    if ref.isascii() and ref.isdigit() and len(ref) <= 19 and 0 < int(ref) <= MAX_ID:
+        by_id = Subquery(WorkflowDefinition.objects.filter(pk=int(ref)).values("pk")[:1])
+        return Coalesce(by_id, by_name)
+    return by_name

@@ -7,7 +7,6 @@ from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -29,8 +28,6 @@ from executions.serializers import (
     TaskSerializer,
 )
 from executions.services.start import execution_start
-from workflows.models import WorkflowVersion
-from workflows.selectors import version_resolve
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
@@ -62,10 +59,10 @@ class ExecutionListCreate(generics.ListAPIView):
         body = ExecutionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        workflow = selectors.workflow_named(data["workflow"])
+        version = selectors.version_named(data["workflow"], data.get("version"))
         key = idempotency_key(request)
         execution, _ = execution_start(
-            version=_version(workflow, data.get("version")),
+            version=version,
             input={} if data["input"] is None else data["input"],
             idempotency_key=key,
             start_at=data.get("start_at"),
@@ -73,13 +70,6 @@ class ExecutionListCreate(generics.ListAPIView):
             faults=data.get("faults"),
         )
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
-
-
-def _version(workflow, number: int | None) -> WorkflowVersion:
-    version = version_resolve(workflow=workflow, number=number)
-    if version is None:
-        raise ValidationError({"version": [f"Workflow '{workflow.name}' has no version {number}."]})
-    return version
 
 
 class ExecutionDetail(generics.RetrieveAPIView):

@@ -8,7 +8,7 @@ from workflows.models import WorkflowDefinition, WorkflowVersion
 
 #: Ids are 64-bit; a longer number can only be a name, and must not reach the database
 #: as an integer (it would overflow the column type and fail the query).
-_MAX_ID = 2**63 - 1
+MAX_ID = 2**63 - 1
 
 
 def workflow_list() -> QuerySet[WorkflowDefinition]:
@@ -25,7 +25,7 @@ def workflow_get(*, ref: str) -> WorkflowDefinition | None:
     workflows = workflow_list()
     # The length check first: int() of thousands of digits raises (a 500), and more than
     # 19 digits cannot be an id anyway.
-    if ref.isascii() and ref.isdigit() and len(ref) <= 19 and 0 < int(ref) <= _MAX_ID:
+    if ref.isascii() and ref.isdigit() and len(ref) <= 19 and 0 < int(ref) <= MAX_ID:
         found = workflows.filter(pk=int(ref)).first()
         if found is not None:
             return found

@@ -64,7 +64,13 @@ def execution_start(
     if existing is not None:
         return existing, False
     row = {
-        "workflow_id": version.workflow_id,
+        # The workflow row when the caller loaded it with the version (version_resolve
+        # does): begin and the response read its name, and would fetch it again.
+        **(
+            {"workflow": version.workflow}
+            if WorkflowVersion.workflow.is_cached(version)
+            else {"workflow_id": version.workflow_id}
+        ),
         "version": version,
         "input": input,
         "idempotency_key": idempotency_key or None,

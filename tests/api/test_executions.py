@@ -65,6 +65,25 @@ def test_idempotency_key_returns_the_same_execution(api: APIClient, version) -> 
     assert "Idempotency-Key" in other.json()["detail"]
 
 
+def test_a_number_names_a_workflow_by_id_before_a_workflow_by_that_name(api, version) -> None:
+    """`"workflow": "<digits>"` is an id first, a name only when no workflow has that id."""
+    named = make_version(TWO_STEP, name=str(version.workflow_id))
+    by_id = api.post("/executions", {"workflow": str(version.workflow_id)}, format="json")
+    assert by_id.status_code == 201, by_id.content
+    assert by_id.json()["workflow_id"] == version.workflow_id
+    by_name = api.post("/executions", {"workflow": str(named.workflow_id + 1000)}, format="json")
+    assert by_name.status_code == 400
+    other = make_version(TWO_STEP, name=str(named.workflow_id + 1000))
+    by_name = api.post("/executions", {"workflow": str(named.workflow_id + 1000)}, format="json")
+    assert by_name.status_code == 201, by_name.content
+    assert by_name.json()["workflow_id"] == other.workflow_id
+    pinned = api.post(
+        "/executions", {"workflow": str(version.workflow_id), "version": 2}, format="json"
+    )
+    assert pinned.status_code == 400
+    assert f"Workflow '{version.workflow.name}' has no version 2." in str(pinned.json())
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -41,6 +41,13 @@ COMPLETE_AND_CLAIM_NEXT_QUERIES = 14
 ADVANCE_QUERIES = 9
 #: A map item's result, which schedules the next item (its Task row created then).
 MAP_ITEM_COMPLETE_QUERIES = 13
+#: POST /executions of a one-node workflow, the whole request: the token with its user (1),
+#: the user's and the groups' permissions (2), the version with its workflow (1: one query
+#: for "id or name, pinned or latest"; it was two, the first reading the latest
+#: definition too), then execution_start (9: BEGIN, the execution, its Task rows, the
+#: events, the attempt, the execution's and the task's projections, the metrics row,
+#: COMMIT; the workflow's name is no longer read again). 15 before.
+POST_START_QUERIES = 13
 
 ONE_NODE = {"nodes": [{"id": "only", "type": "function", "function": "std.noop"}]}
 TWO_NODES = {
@@ -64,6 +71,20 @@ def test_one_node_life_cycle(django_assert_max_num_queries) -> None:
     with django_assert_max_num_queries(COMPLETE_QUERIES):
         assert attempt_complete(attempt_id=attempt.pk, worker_id="w", output=None)
     assert Attempt.objects.filter(execution=execution, node_id="b").exists()
+
+
+def test_post_executions_costs_a_fixed_number_of_queries(api) -> None:
+    version = make_version(ONE_NODE, name="one-node")
+    definition_for(version.pk)
+    assert api.post("/executions", {"workflow": "one-node"}, format="json").status_code == 201
+    with CaptureQueriesContext(connection) as captured:
+        response = api.post("/executions", {"workflow": "one-node"}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["workflow"] == "one-node"
+    queries = [q["sql"] for q in captured.captured_queries]
+    assert len(queries) <= POST_START_QUERIES, "\n".join(queries)
+    workflow_reads = [q for q in queries if 'FROM "workflows_workflowdefinition"' in q]
+    assert len(workflow_reads) <= 1, workflow_reads  # in the version's query, never again
 
 
 def test_eager_dispatch_claims_the_next_attempt_in_the_same_unit_of_work(
