@@ -3,7 +3,13 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import setup_logging, task_prerun, worker_init, worker_process_init
+from celery.signals import (
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -39,6 +45,23 @@ def _fresh_log_context(**_: object) -> None:
     from config import logs
 
     logs.clear()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(task: Any = None, **_: object) -> None:
+    """What Django does around a request, around a task: close a connection that is past
+    CONN_MAX_AGE, failed, or left in a transaction, and health-check the next use of the
+    others (CONN_HEALTH_CHECKS), so a database restart costs one task a reconnect, not a
+    failure. Celery's own per-task close is off (settings.CELERY_DB_REUSE_MAX). Not for an
+    eager task or inside a transaction (a test's): the caller's connection is not ours."""
+    from django.db import close_old_connections, connections
+
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    if any(conn.in_atomic_block for conn in connections.all(initialized_only=True)):
+        return
+    close_old_connections()
 
 
 @worker_init.connect
