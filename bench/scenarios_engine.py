@@ -6,26 +6,16 @@ from __future__ import annotations
 import io
 import statistics
 import time
-from typing import TYPE_CHECKING, Any
 
+from bench.base import BenchBase
 from bench.definitions import DELAY_HOUR, RETRY_FOREVER, make_version
 from bench.history import insert_history
 from bench.processes import children, rss_kb
 from bench.stats import summary
 
-if TYPE_CHECKING:
-    from bench.variants import Variant
-    from executions.supervisor import Supervisor
 
-
-class EngineScenarios:
-    """Mixed into Bench: needs its v, procs, figures and notes."""
-
-    if TYPE_CHECKING:  # Bench's (bench/scenarios.py), declared for the type checker
-        v: Variant
-        procs: Supervisor
-        figures: dict[str, dict[str, Any]]
-        notes: dict[str, Any]
+class EngineScenarios(BenchBase):
+    """Scenarios d-e: history, in_flight."""
 
     # d. history ---------------------------------------------------------------------
 

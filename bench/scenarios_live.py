@@ -5,34 +5,16 @@ from __future__ import annotations
 
 import time
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
 
+from bench.base import BenchBase
 from bench.definitions import chain_definition, fanout_definition, make_version, noop
 from bench.processes import free_port
 from bench.stats import percentile, summary
 from executions.supervisor import gunicorn_argv
 
-if TYPE_CHECKING:
-    from uuid import UUID
 
-    from bench.variants import Variant
-    from executions.supervisor import Supervisor
-
-
-class LiveScenarios:
-    """Mixed into Bench: needs its v, procs, figures and wait/start/sig helpers."""
-
-    if TYPE_CHECKING:  # Bench's (bench/scenarios.py), declared for the type checker
-        v: Variant
-        procs: Supervisor
-        figures: dict[str, dict[str, Any]]
-        notes: dict[str, Any]
-
-        def key(self, what: str) -> str: ...
-        def sig(self, *args: Any) -> Any: ...
-        def start_engine(self, version: Any) -> tuple[float, UUID]: ...
-        def wait_engine(self, execution_id: UUID | str, timeout: float) -> None: ...
-        def wait_stamps(self, key: str, count: int, timeout: float) -> list[float]: ...
+class LiveScenarios(BenchBase):
+    """Scenarios a-c: throughput, latency, start."""
 
     # a. throughput ------------------------------------------------------------------
 

@@ -4,41 +4,22 @@ small executions at once against raw Celery running the same tasks as chains."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
+from bench.base import BenchBase
 from bench.definitions import chain_definition, make_version, map_definition
 from bench.stats import summary
-
-if TYPE_CHECKING:
-    from uuid import UUID
-
-    from bench.variants import Variant
-    from executions.supervisor import Supervisor
 
 #: Length of each of the many small executions (issue 11: "200 concurrent executions of a
 #: 3-node chain").
 SMALL_CHAIN = 3
 
 
-class ScaleScenarios:
-    """Mixed into Bench: needs its v, procs, figures, notes and wait/start/sig helpers."""
+class ScaleScenarios(BenchBase):
+    """Scenarios f-g: maps, concurrent."""
 
     #: Scenario name -> method, collected by bench.scenarios.SCENARIOS.
     scenarios: ClassVar[dict[str, str]] = {"maps": "maps", "concurrent": "concurrent"}
-
-    if TYPE_CHECKING:  # Bench's (bench/scenarios.py), declared for the type checker
-        v: Variant
-        procs: Supervisor
-        figures: dict[str, dict[str, Any]]
-        notes: dict[str, Any]
-
-        def key(self, what: str) -> str: ...
-        def sig(self, *args: Any) -> Any: ...
-        def start_engine(self, version: Any, input: Any = None) -> tuple[float, UUID]: ...
-        def wait_engine(self, execution_id: UUID | str, timeout: float) -> None: ...
-        def wait_stamps(self, key: str, count: int, timeout: float) -> list[float]: ...
-        def ended_at(self, execution_id: UUID | str) -> float: ...
-        def wait_all(self, ids: list[UUID], timeout: float) -> None: ...
 
     # f. maps ------------------------------------------------------------------------
 

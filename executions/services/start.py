@@ -63,7 +63,7 @@ def execution_start(
     existing = _existing(idempotency_key, engine_key, fingerprint)
     if existing is not None:
         return existing, False
-    row = {
+    row: dict[str, Any] = {
         # The workflow row when the caller loaded it with the version (version_resolve
         # does): begin and the response read its name, and would fetch it again.
         **(
