@@ -63,6 +63,15 @@ class Execution(models.Model):
     snapshot_seq = models.PositiveIntegerField(default=0)
     #: The hash of event last_seq ("" before the first): the next event chains onto it.
     last_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    #: 0 to 9, 9 first where work waits for workers: the broker's priority of its run_task
+    #: messages (Redis) and the order in which the database hands out waiting work.
+    priority = models.PositiveSmallIntegerField(default=0)
+    #: The definition's `concurrency.key` rendered over the input ("": no concurrency
+    #: limit): at most `limit` executions of the workflow with this key run at once.
+    concurrency_key = models.CharField(max_length=255, blank=True, default="")
+    #: Waiting for a concurrency slot: pending with no event yet, started (admitted) by
+    #: services/admission.py in first-in first-out order once the key has room.
+    held = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -75,8 +84,20 @@ class Execution(models.Model):
             models.Index(fields=["workflow", "-created_at"], name="execution_workflow_idx"),
             # The admin's list: newest first (its -id tiebreak included), a LIMIT away.
             models.Index(fields=["-created_at", "-id"], name="execution_created_idx"),
+            # Admission counts a key's running executions and reads its queue of held ones.
+            models.Index(
+                fields=["workflow", "concurrency_key", "status"],
+                condition=~Q(concurrency_key=""),
+                name="execution_concurrency_idx",
+            ),
+            models.Index(
+                fields=["workflow", "concurrency_key", "created_at", "id"],
+                condition=Q(held=True, status="pending"),
+                name="execution_held_idx",
+            ),
         ]
         constraints = [
+            models.CheckConstraint(condition=Q(priority__lte=9), name="execution_priority_0_to_9"),
             # One child per parent attempt, by the link itself: the engine key
             # (services/children.py) finds it again, and this holds whatever starts it.
             models.UniqueConstraint(
@@ -88,6 +109,25 @@ class Execution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+
+class ConcurrencyKey(models.Model):
+    """One row per (workflow, key value) ever used: admission locks it, so that counting a
+    key's running executions and starting held ones happen one at a time for that key,
+    whichever worker, beat or API process does it (services/admission.py)."""
+
+    workflow = models.ForeignKey(
+        "workflows.WorkflowDefinition", on_delete=models.CASCADE, related_name="+"
+    )
+    key = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workflow", "key"], name="concurrency_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id}:{self.key}"
 
 
 class EventQuerySet(models.QuerySet):
