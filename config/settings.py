@@ -180,7 +180,13 @@ if CELERY_BROKER_URL.startswith(("filesystem://", "workflowfs://")):
         "polling_interval": 0.05,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # One list per priority level, 0 to 9 (kombu's default merges them into four): run_task
+    # messages carry an execution's priority, and kombu's Redis transport serves a queue's
+    # LOWER numbers first (executions/messages.broker_priority maps ours onto it).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": 3600,
+        "priority_steps": list(range(10)),
+    }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None

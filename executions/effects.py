@@ -33,6 +33,10 @@ def apply_effects(
     _schedule_attempts(execution, events, now, outbox)
     for event in events:
         _apply_effect(execution, event, now, outbox)
+        if event.type in _ENDINGS and execution.concurrency_key and not execution.held:
+            # Its concurrency key has room: the oldest held execution may start.
+            key = (execution.workflow_id, execution.concurrency_key)
+            outbox.add(partial(messages.publish_admit, *key))
 
 
 def _schedule_attempts(
@@ -61,7 +65,7 @@ def _schedule_attempts(
             (row.pk, row.node_id, row.attempt, d.data["type"])
             for row, d in zip(rows, scheduled, strict=True)
         ]
-        workflow_id = execution.workflow_id
+        workflow_id, priority = execution.workflow_id, execution.priority
         # Fault injection: an attempt hit by duplicate_delivery is published twice.
         twice = {
             (d.node_id, d.attempt)
@@ -74,7 +78,9 @@ def _schedule_attempts(
             workflow = messages.workflow_name(workflow_id)
             for attempt_id, node_id, attempt, kind in sends:
                 shadow = messages.attempt_name(workflow, node_id, attempt)
-                messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind)
+                messages.publish_attempt(
+                    attempt_id, shadow=shadow, node_type=kind, priority=priority
+                )
 
         outbox.add(publish)
 

@@ -41,17 +41,28 @@ def node_queue(node_type: str) -> str | None:
     return settings.WORKFLOW_NODE_QUEUES.get(node_type)
 
 
-def publish_attempt(attempt_id: int, shadow: str | None = None, node_type: str = "") -> None:
+def broker_priority(priority: int) -> int:
+    """An execution's priority (0 to 9, 9 first) as the message priority of kombu's Redis
+    transport, which serves its LOWER numbers first (0 to 9: config/settings.py gives it
+    one list per level). The embedded file broker has no priorities and ignores it."""
+    return 9 - max(0, min(9, priority))
+
+
+def publish_attempt(
+    attempt_id: int, shadow: str | None = None, node_type: str = "", priority: int = 0
+) -> None:
     """`shadow`: the readable task name (attempt_name) the message carries for monitors;
-    `node_type`: routes it to the type's own queue, if WORKFLOW_NODE_QUEUES names one."""
+    `node_type`: routes it to the type's own queue, if WORKFLOW_NODE_QUEUES names one;
+    `priority`: the execution's (Execution.priority)."""
     from executions.worker.runtime import run_task
 
     queue = node_queue(node_type)
+    level = broker_priority(priority)
 
     def send() -> object:
         if queue is None:  # CELERY_TASK_ROUTES: the nodes queue
-            return run_task.apply_async(args=(attempt_id,), shadow=shadow)
-        return run_task.apply_async(args=(attempt_id,), shadow=shadow, queue=queue)
+            return run_task.apply_async(args=(attempt_id,), shadow=shadow, priority=level)
+        return run_task.apply_async(args=(attempt_id,), shadow=shadow, priority=level, queue=queue)
 
     _safely(send, f"attempt {attempt_id}")
 
@@ -81,6 +92,14 @@ def publish_schedule_release(schedule_id: str) -> None:
         lambda: app.send_task("schedules.tasks.release_schedule", args=(schedule_id,)),
         f"release schedule {schedule_id}",
     )
+
+
+def publish_admit(workflow_id: int, key: str) -> None:
+    """Run admission for a concurrency key (services/admission.py): one of its executions
+    ended, or one was held."""
+    from executions.tasks import admit
+
+    _safely(lambda: admit.apply_async(args=(workflow_id, key)), f"admit {workflow_id}:{key}")
 
 
 def publish_cancel(execution_id: str) -> None:

@@ -72,6 +72,9 @@ class Execution(models.Model):
     #: Waiting for a concurrency slot: pending with no event yet, started (admitted) by
     #: services/admission.py in first-in first-out order once the key has room.
     held = models.BooleanField(default=False)
+    #: What begin() records when a held execution is admitted: a replay's reused results
+    #: and fault settings ({"reuse": [...], "faults": {...}}); None once admitted.
+    held_start = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

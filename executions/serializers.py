@@ -36,8 +36,22 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "replay_of",
             "parent_execution_id",
             "created_by",
+            "priority",
+            "concurrency_key",
+            "held",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "priority": {"help_text": "0 to 9: 9 first when workers are saturated."},
+            "concurrency_key": {
+                "help_text": "The definition's concurrency.key rendered over the input "
+                '("": the workflow has no concurrency limit).'
+            },
+            "held": {
+                "help_text": "Waiting for room under its concurrency key (status pending, no "
+                "event yet); true on an ended one means it ended before it ever started."
+            },
+        }
 
 
 class FaultsSerializer(serializers.Serializer):
@@ -89,6 +103,14 @@ class ExecutionCreateSerializer(serializers.Serializer):
     )
     faults = FaultsSerializer(
         required=False, help_text="Fault injection; refused unless WORKFLOW_FAULT_INJECTION=1."
+    )
+    priority = StrictIntegerField(
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=9,
+        help_text="0 to 9, 9 first: when workers are saturated, the nodes of higher-priority "
+        "executions are run first (Redis broker; the embedded broker keeps arrival order).",
     )
 
     def validate_faults(self, value: dict[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,16 @@ def notify_parent(child_id: str) -> None:
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def admit(workflow_id: int, key: str) -> None:
+    from executions.services.admission import admit as admit_key
+
+    # Each held execution's failed start is contained inside; what else fails is no one
+    # execution's (the sweeper runs admission again).
+    with boundary("admission", lambda: None, source=Source.WORKER, reraise_transient=True):
+        admit_key(workflow_id=workflow_id, key=key)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def cancel_execution(execution_id: str) -> None:
     from executions.services.control import NotAllowed, execution_cancel
 

@@ -101,6 +101,18 @@ DEFINITION = {
                 "type": "boolean",
                 "description": "A cancel runs the compensations of succeeded nodes first.",
             },
+            "concurrency": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["key", "limit"],
+                "description": "At most `limit` executions of this workflow per value of "
+                "`key` (a template over the input, rendered at start) run at once; the "
+                "others wait pending and start first-in first-out.",
+                "properties": {
+                    "key": {"type": "string", "minLength": 1, "example": "{{ input.customer_id }}"},
+                    "limit": {"type": "integer", "minimum": 1},
+                },
+            },
             "secrets": {
                 "type": "array",
                 "description": "The only secrets this workflow may use as {{ secrets.NAME }}.",

@@ -161,7 +161,7 @@ def _ended(scene: Scene) -> Iterator[Reason]:
 
 
 def _not_started(scene: Scene) -> Iterator[Reason]:
-    if scene.state.status == ExecutionStatus.PENDING:
+    if scene.state.status == ExecutionStatus.PENDING and CONCURRENCY not in scene.rows.extra:
         due = scene.rows.start_due_at
         yield {
             "code": "timer",
@@ -171,7 +171,29 @@ def _not_started(scene: Scene) -> Iterator[Reason]:
         }
 
 
-EXECUTION_RULES: list[ExecutionRule] = [_not_started, _paused, _ended]
+#: Rows.extra's entry for a held execution: {"key", "limit", "running", "ahead"}.
+CONCURRENCY = "concurrency"
+
+
+def _concurrency_limit(scene: Scene) -> Iterator[Reason]:
+    """Held: its workflow's concurrency key is full, or others wait ahead of it."""
+    held = scene.rows.extra.get(CONCURRENCY)
+    if held is None or scene.state.status != ExecutionStatus.PENDING:
+        return
+    key, limit, ahead = held["key"], held["limit"], held.get("ahead") or 0
+    queue = f"; {ahead} waiting ahead of it" if ahead else "; it is next"
+    yield {
+        "code": "concurrency_limit",
+        "message": f"the workflow's concurrency key '{key}' has {held.get('running', limit)} "
+        f"of {limit} executions running{queue} (first in, first out)",
+        "key": key,
+        "limit": limit,
+        "running": held.get("running"),
+        "ahead": ahead,
+    }
+
+
+EXECUTION_RULES: list[ExecutionRule] = [_not_started, _concurrency_limit, _paused, _ended]
 
 
 # Node-level rules, by the node's status.

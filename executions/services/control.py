@@ -18,7 +18,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
-from executions.services import whatif
+from executions.services import admission, whatif
 from executions.services.advance import record_and_advance
 from executions.services.start import execution_start
 from workflows.kinds import get_kind
@@ -163,8 +163,11 @@ def execution_retry(
     *, execution_id: UUID | str, node_id: str | None = None, by: str = ""
 ) -> Execution:
     """Run failed or cancelled nodes again, with their downstream, in the same history;
-    nodes a compensation undid run again as well."""
+    nodes a compensation undid run again as well. An execution with a concurrency key
+    runs again only if its key has room now (NotAllowed otherwise: a retry does not
+    queue behind the executions that waited their turn)."""
     with transaction.atomic():
+        _room_to_retry(execution_id)
         execution = store.lock_execution(execution_id)
         if execution.status not in (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED):
             raise NotAllowed(
@@ -208,6 +211,33 @@ def execution_retry(
         return execution
 
 
+def _room_to_retry(execution_id: UUID | str) -> None:
+    """Under the key's lock (taken before the execution's: services/admission.py), held
+    until the retry commits, so no admission or other retry can take the same room."""
+    row = (
+        Execution.objects.filter(pk=execution_id)
+        .values("workflow_id", "concurrency_key", "held", "status")
+        .first()
+    )
+    retryable = (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED)
+    if row is None or not row["concurrency_key"] or row["status"] not in retryable:
+        return  # nothing to count: the checks that follow say what is wrong, if anything
+    if row["held"]:
+        raise NotAllowed(
+            f"execution is {row['status']} before it ever started (it waited for concurrency "
+            f"key '{row['concurrency_key']}'): there is nothing to retry; replay it instead"
+        )
+    workflow_id, key = row["workflow_id"], row["concurrency_key"]
+    admission.lock_key(workflow_id, key)
+    running, waiting = admission.running_count(workflow_id, key), admission.queue(workflow_id, key)
+    limit = admission.limit_of(execution_id)
+    if running >= limit or waiting:
+        raise NotAllowed(
+            f"concurrency key '{key}' of this workflow is full ({running} of {limit} running, "
+            f"{len(waiting)} waiting): retry once one of them has ended"
+        )
+
+
 def execution_replay(
     *,
     execution_id: UUID | str,
@@ -245,5 +275,6 @@ def execution_replay(
         replay_of=source,
         reuse=reused,
         by=by,
+        priority=source.priority,
     )
     return execution

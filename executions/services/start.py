@@ -16,8 +16,10 @@ from executions.effects import start_timer
 from executions.engine.events import Decision, EventType, Source
 from executions.models import Execution, TimerKind
 from executions.projections import create_tasks
+from executions.services import admission
 from executions.services.advance import record_and_advance
 from executions.services.containment import TRANSIENT, contain
+from workflows.dsl.concurrency import render_key
 from workflows.dsl.limits import decision_limits
 from workflows.models import WorkflowVersion
 
@@ -27,11 +29,17 @@ class IdempotencyConflict(Exception):
 
 
 def _fingerprint(
-    version: WorkflowVersion, input: Any, start_at: datetime | None, faults: Any = None
+    version: WorkflowVersion,
+    input: Any,
+    start_at: datetime | None,
+    faults: Any = None,
+    priority: int | None = None,
 ) -> str:
     body = {"version": version.pk, "input": input, "start_at": start_at and start_at.isoformat()}
     if faults is not None:
         body["faults"] = faults
+    if priority:  # absent when 0, so the keys of requests without one match as before
+        body["priority"] = priority
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -49,6 +57,7 @@ def execution_start(
     reuse: list[Decision] | None = None,
     by: str = "",
     faults: dict[str, Any] | None = None,
+    priority: int | None = None,
 ) -> tuple[Execution, bool]:
     """Create and start an execution. Returns (execution, created).
 
@@ -58,8 +67,10 @@ def execution_start(
     or the engine's own "schedule:<id>", "parent:<execution id>"), kept for audit.
     `faults`: fault injection (executions/engine/faults.py), recorded in workflow_started;
     the API allows it only where WORKFLOW_FAULT_INJECTION=1, and not with start_at.
+    `priority`: 0 to 9 (default: the parent's, else 0). A workflow with a `concurrency`
+    limit renders its key here; a start that finds the key full is held (admission.py).
     """
-    fingerprint = _fingerprint(version, input, start_at, faults)
+    fingerprint = _fingerprint(version, input, start_at, faults, priority)
     existing = _existing(idempotency_key, engine_key, fingerprint)
     if existing is not None:
         return existing, False
@@ -82,13 +93,21 @@ def execution_start(
         "parent_attempt": parent_attempt,
         "depth": parent.depth + 1 if parent is not None else 0,
         "created_by": by[:150],
+        "priority": priority if priority is not None else parent.priority if parent else 0,
     }
     try:
         with transaction.atomic():
+            definition = definition_for(version.pk)
+            if definition.concurrency is not None:
+                row["concurrency_key"] = render_key(definition.concurrency, input)
             execution = Execution.objects.create(**row)
-            create_tasks(execution, definition_for(version.pk))
+            create_tasks(execution, definition)
             if start_at is not None and start_at > timezone.now():
                 _start_later(execution, start_at)
+            elif execution.concurrency_key:
+                admission.hold(execution, reuse, faults)
+                admission.admit(workflow_id=execution.workflow_id, key=execution.concurrency_key)
+                execution.refresh_from_db()
             else:
                 begin(execution, reuse or [], faults=faults)
     except TRANSIENT:

@@ -25,6 +25,7 @@ from executions import messages
 from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer
+from executions.services import admission
 from executions.services.advance import execution_advance
 from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
 from executions.services.children import children_pending_notice, parent_notify
@@ -45,6 +46,7 @@ class SweepReport:
     republished: int = 0
     advanced: int = 0
     notified: int = 0
+    admitted: int = 0
 
 
 def sweep() -> SweepReport:
@@ -52,7 +54,15 @@ def sweep() -> SweepReport:
     now = timezone.now()
     # Executions whose engine error could not be recorded: left alone for a while.
     skip = backoff.blocked()
-    for phase in (_time_out, _fire_timers, _republish_lost, _notify_parents, _advance_undecided):
+    phases = (
+        _time_out,
+        _fire_timers,
+        _republish_lost,
+        _notify_parents,
+        _advance_undecided,
+        _admit_held,
+    )
+    for phase in phases:
         try:
             phase(report, now, skip)
         except TRANSIENT:
@@ -123,17 +133,23 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
         execution=OuterRef("execution"), node_id=OuterRef("node_id")
     ).values("type")[:1]
     columns = ("pk", "published_at", "execution_id", "execution__workflow__name", "node_id")
-    rows = stale.annotate(node_type=Subquery(node_type)).values_list(
-        *columns, "attempt", "node_type"
-    )[:BATCH]
-    for attempt_id, published_at, execution_id, workflow, node_id, attempt, kind in rows:
+    # Highest priority first, then the longest waiting: when more are lost than one tick
+    # sends, the work that should run first is sent first.
+    rows = (
+        stale.annotate(node_type=Subquery(node_type))
+        .order_by("-execution__priority", "scheduled_at")
+        .values_list(*columns, "attempt", "node_type", "execution__priority")[:BATCH]
+    )
+    for attempt_id, published_at, execution_id, workflow, node_id, attempt, kind, priority in rows:
         with _item("republish", execution_id):
             # Conditional on the old stamp, so of two sweepers only one republishes.
             if Attempt.objects.filter(pk=attempt_id, published_at=published_at).update(
                 published_at=now
             ):
                 shadow = messages.attempt_name(workflow, node_id, attempt)
-                messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind or "")
+                messages.publish_attempt(
+                    attempt_id, shadow=shadow, node_type=kind or "", priority=priority
+                )
                 report.republished += 1
 
 
@@ -153,3 +169,20 @@ def _advance_undecided(report: SweepReport, now: datetime, skip: list[str]) -> N
         with _item("advance", execution_id):
             execution_advance(execution_id=execution_id)
             report.advanced += 1
+
+
+def _admit_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    """Keys with held executions and room: the backstop for a lost `admit` message (an
+    ending's, or a held start_at's). Each key in its own boundary; a held execution whose
+    start fails is failed inside admission, the key going on with the next."""
+    held = (
+        Execution.objects.filter(held=True, status=ExecutionStatus.PENDING)
+        .exclude(pk__in=skip)
+        .order_by()  # no ordering columns in the DISTINCT
+        .values_list("workflow_id", "concurrency_key")
+        .distinct()
+    )
+    for workflow_id, key in held[:BATCH]:
+        with boundary("sweeper: admission", lambda: None, source=Source.SWEEPER):
+            if admission.admission_due(workflow_id, key):
+                report.admitted += admission.admit(workflow_id=workflow_id, key=key)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from executions import store
+from executions import messages, store
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Timer, TimerKind
+from executions.services import admission
 from executions.services.advance import record_and_advance
 
 
@@ -31,7 +32,14 @@ def timer_fire(*, timer_id: int) -> bool:
         if timer.kind == TimerKind.START:
             from executions.services.start import begin
 
-            begin(execution)
+            if execution.concurrency_key:
+                # Its key decides when it begins. Admitted after this commits, by a message
+                # (or the sweeper): no key lock is taken under this execution's lock.
+                admission.hold(execution)
+                key = (execution.workflow_id, execution.concurrency_key)
+                transaction.on_commit(lambda: messages.publish_admit(*key))
+            else:
+                begin(execution)
             return True
         fired = Decision(
             EventType.TIMER_FIRED,

@@ -8,8 +8,10 @@ from typing import Any
 from executions import store
 from executions.definitions import definition_for
 from executions.engine import why as explain
-from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.engine.admission import position
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
+from executions.services import admission
 from executions.services.control import UnknownNode
 
 
@@ -68,4 +70,21 @@ def _rows(execution: Execution) -> explain.Rows:
         timers=timers,
         children={node_id: str(pk) for node_id, pk in children.items()},
         start_due_at=start_due_at,
+        extra=_held(execution),
     )
+
+
+def _held(execution: Execution) -> dict[str, Any]:
+    """A held execution's key, limit, running count and place in the queue."""
+    if not execution.held or execution.status != ExecutionStatus.PENDING:
+        return {}
+    workflow_id, key = execution.workflow_id, execution.concurrency_key
+    waiting = admission.queue(workflow_id, key)
+    return {
+        explain.CONCURRENCY: {
+            "key": key,
+            "limit": admission.limit_of(execution.pk),
+            "running": admission.running_count(workflow_id, key),
+            "ahead": position(waiting, str(execution.pk)) or 0,
+        }
+    }

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+from workflows.dsl.concurrency import ConcurrencySpec
 from workflows.kinds import NAMES
 
 #: A compensation runs as the task `<node id>.compensation` ("." never appears in an id).
@@ -86,6 +87,8 @@ class Definition:
     #: A cancel undoes succeeded nodes too (their `compensation`s, latest first) before the
     #: execution ends cancelled.
     compensate_on_cancel: bool = False
+    #: At most `limit` executions per rendered `key` run at once (workflows/dsl/concurrency.py).
+    concurrency: ConcurrencySpec | None = None
 
     @cached_property
     def by_id(self) -> Mapping[str, Node]:

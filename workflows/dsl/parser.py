@@ -14,6 +14,7 @@ from typing import Any
 
 from workflows.dsl.bodies import Place, build_body, parse_body
 from workflows.dsl.checks import Collector, Scope, describe, quote
+from workflows.dsl.concurrency import parse_concurrency
 from workflows.dsl.graph import find_cycles, upstream
 from workflows.dsl.limits import limits, over
 from workflows.dsl.model import TRIGGER_RULES, Definition, Node, RetryPolicy
@@ -21,7 +22,14 @@ from workflows.dsl.policy import parse_policy
 from workflows.dsl.problems import DefinitionError, Problem
 from workflows.dsl.references import check_bare, check_declared_secrets, check_templates
 
-TOP_FIELDS = ("nodes", "retry_policy", "output", "secrets", "compensate_on_cancel")
+TOP_FIELDS = (
+    "nodes",
+    "retry_policy",
+    "output",
+    "secrets",
+    "compensate_on_cancel",
+    "concurrency",
+)
 NODE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _NODE_EXAMPLE = '{"id": "a", "type": "function", "function": "std.echo"}'
 
@@ -101,8 +109,13 @@ def _definition(c: Collector, raw: object) -> Definition | None:
             f"must be true or false (got {describe(saga)})", node=None, field="compensate_on_cancel"
         )
         saga = False
+    concurrency = parse_concurrency(c, top["concurrency"]) if "concurrency" in top else None
     return Definition(
-        nodes=nodes, retry_policy=policy, output=top.get("output"), compensate_on_cancel=saga
+        nodes=nodes,
+        retry_policy=policy,
+        output=top.get("output"),
+        compensate_on_cancel=saga,
+        concurrency=concurrency,
     )
 
 

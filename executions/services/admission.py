@@ -1,0 +1,157 @@
+"""Workflow-level concurrency: at most `limit` executions of a workflow per key value run
+at once; the others are held (pending, no event yet) and admitted first-in first-out.
+
+Counted in the database, so every worker, beat and API process agrees: admission for one
+(workflow, key) runs under the lock of its ConcurrencyKey row, counts the key's running
+executions (running, paused or cancelling: admitted and not ended), and starts the oldest
+held ones as far as engine/admission.py decides. A held execution's start admits at once
+where there is room; every ending of an admitted one sends `admit` after its commit
+(effects.py); the sweeper runs admission for held keys as the backstop for a lost message.
+
+Lock order: the key's row first, then the Execution rows of the held executions it
+admits. Nothing takes a key lock while holding the lock of an execution another
+transaction can see held (a start holds only its own new, uncommitted row; a retry takes
+the key before its execution), so admission never waits on a lock held by a waiter.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+from django.db import connection, transaction
+
+from executions import store
+from executions.definitions import definition_for
+from executions.engine.admission import Held, to_admit
+from executions.engine.events import Decision, EventType, Source
+from executions.engine.statuses import ExecutionStatus
+from executions.models import ConcurrencyKey, Execution
+from executions.services.containment import TRANSIENT, contain
+from workflows.dsl.concurrency import ConcurrencySpec
+
+log = logging.getLogger(__name__)
+
+#: Admitted and not ended: what counts against the limit.
+RUNNING = (ExecutionStatus.RUNNING, ExecutionStatus.PAUSED, ExecutionStatus.CANCELLING)
+#: Held executions read per admission: past the largest limit in use, none can start.
+QUEUE_READ = 1000
+
+
+def concurrency_of(version_id: int) -> ConcurrencySpec | None:
+    return definition_for(version_id).concurrency
+
+
+def hold(execution: Execution, reuse: list[Decision] | None = None, faults: Any = None) -> None:
+    """Mark the execution as waiting for its key, keeping what begin() will need."""
+    execution.held = True
+    start: dict[str, Any] = {}
+    if reuse:
+        start["reuse"] = [
+            {"type": d.type, "node_id": d.node_id, "attempt": d.attempt, "data": d.data}
+            for d in reuse
+        ]
+    if faults:
+        start["faults"] = faults
+    execution.held_start = start or None
+    execution.save(update_fields=["held", "held_start"])
+
+
+def admit(*, workflow_id: int, key: str) -> int:
+    """Start the held executions of (workflow, key) that fit now. Returns how many."""
+    with transaction.atomic():
+        lock_key(workflow_id, key)
+        return _admit_locked(workflow_id, key)
+
+
+def running_count(workflow_id: int, key: str) -> int:
+    return Execution.objects.filter(
+        workflow_id=workflow_id, concurrency_key=key, status__in=RUNNING
+    ).count()
+
+
+def queue(workflow_id: int, key: str) -> list[Held]:
+    """The key's held executions, oldest first, each with its version's limit."""
+    rows = (
+        Execution.objects.filter(
+            workflow_id=workflow_id, concurrency_key=key, held=True, status=ExecutionStatus.PENDING
+        )
+        .order_by("created_at", "id")
+        .values_list("pk", "version_id")[:QUEUE_READ]
+    )
+    return [Held(str(pk), _limit(version_id)) for pk, version_id in rows]
+
+
+def limit_of(execution_id: UUID | str) -> int:
+    """The limit the execution's version sets for its key."""
+    version_id = Execution.objects.values_list("version_id", flat=True).get(pk=execution_id)
+    return _limit(version_id)
+
+
+def _limit(version_id: int) -> int:
+    try:
+        spec = concurrency_of(version_id)
+    except Exception:
+        spec = None  # its definition no longer parses: let begin() fail it, contained
+    # No limit (a broken or hand-edited version): it waits for nothing.
+    return spec.limit if spec is not None else QUEUE_READ
+
+
+def admission_due(workflow_id: int, key: str) -> bool:
+    """Whether admission would start something, read without the lock (the sweeper's
+    cheap look before it takes it)."""
+    return bool(to_admit(running_count(workflow_id, key), queue(workflow_id, key)[:1]))
+
+
+def lock_key(workflow_id: int, key: str) -> None:
+    """The key's row, locked until the transaction ends. Call inside atomic()."""
+    # Created once per key, race-free (ON CONFLICT DO NOTHING), then locked.
+    ConcurrencyKey.objects.bulk_create(
+        [ConcurrencyKey(workflow_id=workflow_id, key=key)], ignore_conflicts=True
+    )
+    rows = ConcurrencyKey.objects.filter(workflow_id=workflow_id, key=key)
+    if connection.features.has_select_for_update:
+        rows = rows.select_for_update()
+    rows.get()  # on SQLite the IMMEDIATE transaction already holds the write lock
+
+
+def _admit_locked(workflow_id: int, key: str) -> int:
+    admitted = 0
+    skip: set[str] = set()
+    while True:
+        waiting = [h for h in queue(workflow_id, key) if h.execution_id not in skip]
+        chosen = to_admit(running_count(workflow_id, key), waiting)
+        if not chosen:
+            return admitted
+        for execution_id in chosen:
+            started, failed = _begin_held(execution_id)
+            admitted += started
+            if failed:
+                skip.add(execution_id)  # not even its failure was recorded: leave it
+        # A start that failed ended its execution: the next one may take its place.
+
+
+def _begin_held(execution_id: str) -> tuple[bool, bool]:
+    """Admit one held execution in a savepoint: (started, could not even be failed)."""
+    from executions.services.start import begin
+
+    try:
+        with transaction.atomic():
+            execution = store.lock_execution(execution_id)
+            if not execution.held or execution.status != ExecutionStatus.PENDING:
+                return False, False  # cancelled (or admitted) meanwhile
+            start = execution.held_start or {}
+            execution.held, execution.held_start = False, None
+            execution.save(update_fields=["held", "held_start"])
+            reuse = [Decision(EventType(d["type"]), d["node_id"], d["attempt"], d["data"])
+                     for d in start.get("reuse", ())]  # fmt: skip
+            begin(execution, reuse, faults=start.get("faults"))
+            return True, False
+    except TRANSIENT:
+        raise
+    except Exception as exc:
+        # Its start broke (a definition that no longer parses, say): it ends failed and
+        # the key goes on with the next one.
+        recorded = contain(exc, where="admission", execution_id=execution_id, source=Source.API)
+        return False, not recorded
