@@ -49,7 +49,9 @@ def status(execution: dict[str, Any]) -> str:
 def finish(api, execution: dict[str, Any]) -> None:
     """Approve both gates: the execution succeeds; then what its `admit` message does."""
     for node in ("gate", "after"):
-        response = api.post(f"/executions/{execution['id']}/tasks/{node}/approve", {}, format="json")
+        response = api.post(
+            f"/executions/{execution['id']}/tasks/{node}/approve", {}, format="json"
+        )
         assert response.status_code == 202, response.content
     row = Execution.objects.get(pk=execution["id"])
     assert row.status == "succeeded"
@@ -121,7 +123,7 @@ def test_the_limit_holds_the_rest_pending_and_admits_them_first_in_first_out(api
         assert (execution["status"], execution["held"]) == ("pending", True)
         assert execution["concurrency_key"] == "acme"
         assert not Event.objects.filter(execution_id=execution["id"]).exists()
-    assert first["held"] is False and first["concurrency_key"] == "acme"
+    assert (first["held"], first["concurrency_key"]) == (False, "acme")
 
     finish(api, first)
     assert [status(e) for e in waiting] == ["running", "pending", "pending"]
@@ -148,7 +150,7 @@ def test_why_names_the_key_and_limit_for_every_node_of_a_held_execution(api) -> 
         assert reason["code"] == "concurrency_limit"
         assert (reason["key"], reason["limit"], reason["running"]) == ("acme", 2, 2)
         assert reason["ahead"] == 1
-        assert "'acme'" in reason["message"] and "2 of 2" in reason["message"]
+        assert "'acme' has 2 of 2 executions running" in reason["message"]
     one = api.get(f"/executions/{first_held['id']}/tasks/after/why").json()
     assert [r["code"] for r in one["reasons"]] == ["concurrency_limit"]
     assert one["reasons"][0]["ahead"] == 0
@@ -193,7 +195,7 @@ def test_retry_is_409_naming_key_and_limit_while_the_key_is_full(api) -> None:
     refused = api.post(f"/executions/{first['id']}/retry")
     assert refused.status_code == 409, refused.content
     detail = refused.json()["detail"]
-    assert "concurrency key 'acme'" in detail and "1 of 1 running" in detail
+    assert "concurrency key 'acme' of this workflow is full (1 of 1 running" in detail
     finish(api, second)
     retried = api.post(f"/executions/{first['id']}/retry")
     assert retried.status_code == 202, retried.content

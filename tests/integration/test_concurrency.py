@@ -1,0 +1,154 @@
+"""Concurrency keys and priorities on real workers and beat, on PostgreSQL + Redis and on
+the embedded defaults: the event logs show no more than the limit running at any instant,
+admission in creation order, other keys running beside, and a held execution cancelled.
+Priorities need a broker that has them (Redis): one worker with one process, saturated
+with low-priority work, runs a priority-9 execution's node before the low ones queued
+ahead of it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+import pytest
+from django.conf import settings
+
+from executions.models import Attempt, AttemptStatus, Event, Execution
+from executions.services.control import execution_cancel
+from executions.services.start import execution_start
+from tests.factories import make_version
+from tests.integration.engine import Engine
+
+ENDINGS = ("workflow_completed", "workflow_failed", "workflow_cancelled")
+
+
+def sleeper(seconds: float, **top) -> dict:
+    node = {"id": "work", "type": "function", "function": "std.sleep"}
+    return {"nodes": [{**node, "input": {"seconds": seconds}}], **top}
+
+
+def run_span(execution: Execution) -> tuple[datetime, datetime] | None:
+    """From workflow_started to its ending event, as the log recorded them."""
+    rows = Event.objects.filter(execution=execution, node_id__isnull=True)
+    started = rows.filter(type="workflow_started").values_list("timestamp", flat=True).first()
+    ended = rows.filter(type__in=ENDINGS).values_list("timestamp", flat=True).first()
+    if started is None:
+        return None
+    assert ended is not None
+    return started, ended
+
+
+def most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
+    # At an equal instant an ending counts before a start: admission follows the commit
+    # of the ending that made room.
+    points = sorted([(end, 0) for _, end in spans] + [(start, 1) for start, _ in spans])
+    running = peak = 0
+    for _, is_start in points:
+        running += 1 if is_start else -1
+        peak = max(peak, running)
+    return peak
+
+
+def test_no_more_than_the_limit_run_at_once_and_they_start_in_order(live: Engine) -> None:
+    version = make_version(
+        sleeper(1.0, concurrency={"key": "{{ input.customer }}", "limit": 2}),
+        name=f"limited-{uuid.uuid4().hex[:8]}",
+    )
+    acme = [execution_start(version=version, input={"customer": "acme"})[0] for _ in range(6)]
+    other, _ = execution_start(version=version, input={"customer": "globex"})
+    waiting = Execution.objects.filter(pk__in=[e.pk for e in acme[2:]])
+    assert set(waiting.values_list("status", "held")) == {("pending", True)}
+    # One that never gets its turn: cancelled while held.
+    execution_cancel(execution_id=acme[4].pk, by="test")
+    done = [live.wait(e.pk, timeout=90) for e in [*acme, other]]
+    assert [e.status for e in done[:6]] == ["succeeded"] * 4 + ["cancelled", "succeeded"]
+    assert done[6].status == "succeeded"
+
+    assert run_span(acme[4]) is None, "the cancelled one started"
+    ran = [e for e in acme if e.pk != acme[4].pk]
+    spans = {e.pk: span for e in ran if (span := run_span(e)) is not None}
+    assert len(spans) == len(ran)
+    assert most_at_once(list(spans.values())) == 2
+    by_start = sorted(ran, key=lambda e: spans[e.pk][0])
+    assert [e.pk for e in by_start] == [e.pk for e in ran], "not first in, first out"
+    # The other key did not wait for acme's queue.
+    first_acme_end = min(end for _, end in spans.values())
+    other_span = run_span(other)
+    assert other_span is not None
+    assert other_span[0] < first_acme_end
+    held_after = Execution.objects.filter(pk__in=[e.pk for e in acme], held=True)
+    assert list(held_after.values_list("pk", flat=True)) == [acme[4].pk]
+
+
+def test_a_child_workflow_waits_under_its_own_key_and_its_parent_waits_for_it(
+    live: Engine,
+) -> None:
+    child_name = f"child-{uuid.uuid4().hex[:8]}"
+    make_version(sleeper(0.3, concurrency={"key": "one", "limit": 1}), name=child_name)
+    parent = make_version(
+        {
+            "nodes": [
+                {"id": "a", "type": "workflow", "workflow": child_name},
+                {"id": "b", "type": "workflow", "workflow": child_name},
+            ]
+        }
+    )
+    execution, _ = execution_start(version=parent, input={}, priority=6)
+    done = live.wait(execution.pk, timeout=60)
+    assert done.status == "succeeded"
+    children = list(Execution.objects.filter(parent_execution=done))
+    assert len(children) == 2
+    assert {c.priority for c in children} == {6}, "children inherit the parent's priority"
+    assert {c.concurrency_key for c in children} == {"one"}
+    spans = [span for c in children if (span := run_span(c)) is not None]
+    assert len(spans) == 2
+    assert most_at_once(spans) == 1
+
+
+@contextmanager
+def one_process(live: Engine) -> Iterator[None]:
+    """The session's workers replaced by a single worker process, then restored."""
+    for worker in list(live.workers):
+        live.kill_worker(worker)  # idle between tests: nothing is lost
+    worker = live.start_worker(concurrency=1)
+    try:
+        yield
+    finally:
+        live.kill_worker(worker)
+        live.start_worker(concurrency=2)
+
+
+@pytest.mark.skipif(
+    not settings.CELERY_BROKER_URL.startswith("redis"),
+    reason="the embedded file broker has no message priorities (README: Priority)",
+)
+def test_a_priority_9_execution_runs_before_the_low_priority_work_queued_ahead(
+    live: Engine,
+) -> None:
+    version = make_version(sleeper(0.2), name=f"prio-{uuid.uuid4().hex[:8]}")
+    blocker_version = make_version(sleeper(2.0), name=f"block-{uuid.uuid4().hex[:8]}")
+    with one_process(live):
+        blocker, _ = execution_start(version=blocker_version, input={})
+        deadline = time.monotonic() + 30
+        while not Attempt.objects.filter(execution=blocker, status=AttemptStatus.RUNNING):
+            assert time.monotonic() < deadline, "the blocker never started"
+            time.sleep(0.05)
+        low = [execution_start(version=version, input={}, priority=0)[0] for _ in range(4)]
+        high, _ = execution_start(version=version, input={}, priority=9)
+        done = [live.wait(e.pk, timeout=90) for e in [blocker, *low, high]]
+    assert all(e.status == "succeeded" for e in done)
+
+    def node_started(execution: Execution) -> datetime:
+        return (
+            Event.objects.filter(execution=execution, type="task_started")
+            .values_list("timestamp", flat=True)
+            .get()
+        )
+
+    assert high.priority == 9
+    assert all(node_started(high) < node_started(e) for e in low), (
+        "the priority-9 node did not start before the low-priority ones queued ahead of it"
+    )
