@@ -283,3 +283,19 @@ def test_the_schema_documents_priority_and_the_concurrency_fields(api) -> None:
     assert {"priority", "concurrency_key", "held"} <= set(shown)
     concurrency = components["Definition"]["properties"]["concurrency"]
     assert concurrency["required"] == ["key", "limit"]
+
+
+def test_the_console_shows_the_key_the_held_state_and_the_priority(api, admin_client) -> None:
+    workflow = create(api, {**LIMITED, "concurrency": {"key": "{{ input.customer }}", "limit": 1}})
+    started(api, workflow)
+    held = started(api, workflow, priority=4)
+    response = admin_client.get(f"/admin/executions/execution/{held['id']}/change/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<dd id="wf-priority">4</dd>' in html
+    assert 'id="wf-concurrency">acme · <span class="wf-badge wf-pending"' in html
+    reason = (
+        '<div class="wf-why" data-code="concurrency_limit">the workflow&#x27;s concurrency '
+        "key &#x27;acme&#x27; has 1 of 1 executions running; it is next"
+    )
+    assert html.count(reason) == 2  # both nodes
