@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from executions.engine.admission import Held, position, to_admit
+from executions.engine.state import ExecutionState
+from executions.engine.why import CONCURRENCY, Rows, why
+from workflows.dsl import parse_definition
 
 
 @pytest.mark.parametrize(
@@ -121,3 +124,33 @@ def test_nothing_starves_whatever_the_limits_of_the_versions(limits, operations)
     assert key.held == []
     created = {f"e{i:04d}" for i in range(key.created)}
     assert set(key.started) == created - key.cancelled
+
+
+def test_why_a_held_execution_waits_is_its_key_on_every_node() -> None:
+    definition = parse_definition(
+        {
+            "nodes": [
+                {"id": "a", "type": "function", "function": "std.noop"},
+                {"id": "b", "type": "function", "function": "std.noop", "depends_on": ["a"]},
+            ],
+            "concurrency": {"key": "{{ input.customer }}", "limit": 2},
+        }
+    )
+    pending = ExecutionState("e")
+    held = {CONCURRENCY: {"key": "acme", "limit": 2, "running": 2, "ahead": 3}}
+    entries = why(definition, pending, Rows(extra=held))
+    assert [e["node_id"] for e in entries] == ["a", "b"]
+    for entry in entries:
+        assert entry["reasons"] == [
+            {
+                "code": "concurrency_limit",
+                "message": "the workflow's concurrency key 'acme' has 2 of 2 executions "
+                "running; 3 waiting ahead of it (first in, first out)",
+                "key": "acme",
+                "limit": 2,
+                "running": 2,
+                "ahead": 3,
+            }
+        ]
+    # Not held (a start_at not yet due): the timer is the reason, not the key.
+    assert [r["code"] for r in why(definition, pending, Rows())[0]["reasons"]] == ["timer"]

@@ -105,4 +105,4 @@ def test_later_reasons_slot_in_as_rules() -> None:
     finally:
         NODE_RULES["scheduled"].remove(pool_full)
     assert found["a"] == ["queued", "pool_full"]
-    assert len(EXECUTION_RULES) == 3
+    assert len(EXECUTION_RULES) == 4  # not started, concurrency_limit, paused, ended
