@@ -71,14 +71,15 @@ def running_count(workflow_id: int, key: str) -> int:
     ).count()
 
 
-def queue(workflow_id: int, key: str) -> list[Held]:
-    """The key's held executions, oldest first, each with its version's limit."""
+def queue(workflow_id: int, key: str, *, read: int = QUEUE_READ) -> list[Held]:
+    """The key's held executions, oldest first (the first `read`), each with its
+    version's limit."""
     rows = (
         Execution.objects.filter(
             workflow_id=workflow_id, concurrency_key=key, held=True, status=ExecutionStatus.PENDING
         )
         .order_by("created_at", "id")
-        .values_list("pk", "version_id")[:QUEUE_READ]
+        .values_list("pk", "version_id")[:read]
     )
     return [Held(str(pk), _limit(version_id)) for pk, version_id in rows]
 
@@ -101,7 +102,7 @@ def _limit(version_id: int) -> int:
 def admission_due(workflow_id: int, key: str) -> bool:
     """Whether admission would start something, read without the lock (the sweeper's
     cheap look before it takes it)."""
-    return bool(to_admit(running_count(workflow_id, key), queue(workflow_id, key)[:1]))
+    return bool(to_admit(running_count(workflow_id, key), queue(workflow_id, key, read=1)))
 
 
 def lock_key(workflow_id: int, key: str) -> None:
