@@ -110,7 +110,7 @@ def _wake_held(execution: Execution) -> None:
 
     def publish() -> None:
         for attempt_id in attempt_ids:
-            messages.publish_attempt(attempt_id)
+            messages.publish_attempt(attempt_id, priority=execution.priority)
         for timer_id, due_at in timers:
             messages.publish_timer(timer_id, (due_at - now).total_seconds())
 

@@ -7,6 +7,7 @@ ahead of it."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -106,6 +107,42 @@ def test_a_child_workflow_waits_under_its_own_key_and_its_parent_waits_for_it(
     spans = [span for c in children if (span := run_span(c)) is not None]
     assert len(spans) == 2
     assert most_at_once(spans) == 1
+
+
+def test_a_worker_killed_holding_the_only_slot_gives_it_back_by_lease_expiry(
+    live: Engine,
+) -> None:
+    """kill -9 the worker running the one admitted execution: its attempt times out by
+    lease, runs again on a survivor, the execution ends, and the held one starts then."""
+    live.start_worker()
+    node = {
+        "id": "work",
+        "type": "function",
+        "function": "std.sleep",
+        "input": {"seconds": 2},
+        "heartbeat_timeout_seconds": 2,
+        "retry_policy": {"max_attempts": 3, "initial_interval_seconds": 0.5},
+    }
+    version = make_version(
+        {"nodes": [node], "concurrency": {"key": "only", "limit": 1}},
+        name=f"slot-{uuid.uuid4().hex[:8]}",
+    )
+    first, _ = execution_start(version=version, input={})
+    second, _ = execution_start(version=version, input={})
+    deadline = time.monotonic() + 30
+    while (claimed := Attempt.objects.filter(execution=first, status="running").first()) is None:
+        assert time.monotonic() < deadline, "the first execution never started"
+        time.sleep(0.05)
+    pid = int(claimed.worker_id.split(":")[1])
+    (victim,) = [w for w in live.workers if os.getpgid(pid) == w.pid]
+    live.kill_worker(victim)
+    done = [live.wait(e.pk, timeout=90) for e in (first, second)]
+    assert [e.status for e in done] == ["succeeded", "succeeded"]
+    assert Event.objects.filter(execution=first, type="task_timed_out").count() == 1
+    spans = [span for e in done if (span := run_span(e)) is not None]
+    assert len(spans) == 2
+    assert most_at_once(spans) == 1
+    assert spans[1][0] >= spans[0][1], "the held one started before the slot came back"
 
 
 @contextmanager
