@@ -34,11 +34,3 @@ def to_admit(running: int, queue: Sequence[Held]) -> list[str]:
             break
         admitted.append(held.execution_id)
     return admitted
-
-
-def position(queue: Sequence[Held], execution_id: str) -> int | None:
-    """How many wait ahead of `execution_id` (0: it is next), or None if it is not held."""
-    for index, held in enumerate(queue):
-        if held.execution_id == execution_id:
-            return index
-    return None

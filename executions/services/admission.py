@@ -21,6 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from executions import store
 from executions.definitions import definition_for
@@ -35,17 +36,22 @@ log = logging.getLogger(__name__)
 
 #: Admitted and not ended: what counts against the limit.
 RUNNING = (ExecutionStatus.RUNNING, ExecutionStatus.PAUSED, ExecutionStatus.CANCELLING)
-#: Held executions read per admission: past the largest limit in use, none can start.
-QUEUE_READ = 1000
+#: Held executions read at a time: admission reads on while all it read could start.
+QUEUE_READ = 100
 
 
 def concurrency_of(version_id: int) -> ConcurrencySpec | None:
     return definition_for(version_id).concurrency
 
 
-def hold(execution: Execution, reuse: list[Decision] | None = None, faults: Any = None) -> None:
-    """Mark the execution as waiting for its key, keeping what begin() will need."""
+def hold(execution: Execution) -> None:
+    """Mark an execution created earlier (start_at) as waiting for its key."""
     execution.held = True
+    execution.save(update_fields=["held"])
+
+
+def held_start(reuse: list[Decision] | None, faults: Any) -> dict[str, Any] | None:
+    """What begin() needs once the execution is admitted (Execution.held_start)."""
     start: dict[str, Any] = {}
     if reuse:
         start["reuse"] = [
@@ -54,8 +60,7 @@ def hold(execution: Execution, reuse: list[Decision] | None = None, faults: Any 
         ]
     if faults:
         start["faults"] = faults
-    execution.held_start = start or None
-    execution.save(update_fields=["held", "held_start"])
+    return start or None
 
 
 def admit(*, workflow_id: int, key: str) -> int:
@@ -82,6 +87,23 @@ def queue(workflow_id: int, key: str, *, read: int = QUEUE_READ) -> list[Held]:
         .values_list("pk", "version_id")[:read]
     )
     return [Held(str(pk), _limit(version_id)) for pk, version_id in rows]
+
+
+def ahead_of(execution: Execution) -> int:
+    """How many held executions of its key wait ahead of this one."""
+    earlier = Q(created_at__lt=execution.created_at) | Q(
+        created_at=execution.created_at, pk__lt=execution.pk
+    )
+    return (
+        Execution.objects.filter(
+            workflow_id=execution.workflow_id,
+            concurrency_key=execution.concurrency_key,
+            held=True,
+            status=ExecutionStatus.PENDING,
+        )
+        .filter(earlier)
+        .count()
+    )
 
 
 def limit_of(execution_id: UUID | str) -> int:
@@ -123,14 +145,16 @@ def _admit_locked(workflow_id: int, key: str) -> int:
     while True:
         waiting = [h for h in queue(workflow_id, key) if h.execution_id not in skip]
         chosen = to_admit(running_count(workflow_id, key), waiting)
-        if not chosen:
-            return admitted
+        again = len(chosen) == len(waiting) == QUEUE_READ  # more may wait past the read
         for execution_id in chosen:
-            started, failed = _begin_held(execution_id)
+            started, unrecorded = _begin_held(execution_id)
             admitted += started
-            if failed:
+            # A start that failed ended its execution: the next one may take its place.
+            again = again or not started
+            if unrecorded:
                 skip.add(execution_id)  # not even its failure was recorded: leave it
-        # A start that failed ended its execution: the next one may take its place.
+        if not again:
+            return admitted
 
 
 def _begin_held(execution_id: str) -> tuple[bool, bool]:

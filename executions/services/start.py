@@ -98,14 +98,18 @@ def execution_start(
     try:
         with transaction.atomic():
             definition = definition_for(version.pk)
+            # start_at in the future: the START timer begins it (or holds it, with a key).
+            later = start_at if start_at is not None and start_at > timezone.now() else None
             if definition.concurrency is not None:
                 row["concurrency_key"] = render_key(definition.concurrency, input)
+                # Held from the start (a start_at one once its time comes: timers.py).
+                row["held"] = later is None
+                row["held_start"] = admission.held_start(reuse, faults) if later is None else None
             execution = Execution.objects.create(**row)
             create_tasks(execution, definition)
-            if start_at is not None and start_at > timezone.now():
-                _start_later(execution, start_at)
-            elif execution.concurrency_key:
-                admission.hold(execution, reuse, faults)
+            if later is not None:
+                _start_later(execution, later)
+            elif execution.held:
                 admission.admit(workflow_id=execution.workflow_id, key=execution.concurrency_key)
                 execution.refresh_from_db()
             else:

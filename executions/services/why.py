@@ -8,7 +8,6 @@ from typing import Any
 from executions import store
 from executions.definitions import definition_for
 from executions.engine import why as explain
-from executions.engine.admission import position
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.services import admission
@@ -78,13 +77,12 @@ def _held(execution: Execution) -> dict[str, Any]:
     """A held execution's key, limit, running count and place in the queue."""
     if not execution.held or execution.status != ExecutionStatus.PENDING:
         return {}
-    workflow_id, key = execution.workflow_id, execution.concurrency_key
-    waiting = admission.queue(workflow_id, key)
+    key = execution.concurrency_key
     return {
         explain.CONCURRENCY: {
             "key": key,
             "limit": admission.limit_of(execution.pk),
-            "running": admission.running_count(workflow_id, key),
-            "ahead": position(waiting, str(execution.pk)) or 0,
+            "running": admission.running_count(execution.workflow_id, key),
+            "ahead": admission.ahead_of(execution),
         }
     }

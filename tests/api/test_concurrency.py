@@ -299,3 +299,20 @@ def test_the_console_shows_the_key_the_held_state_and_the_priority(api, admin_cl
         "key &#x27;acme&#x27; has 1 of 1 executions running; it is next"
     )
     assert html.count(reason) == 2  # both nodes
+
+
+def test_admission_reads_on_past_a_page_while_all_it_read_could_start(api, monkeypatch) -> None:
+    monkeypatch.setattr(admission, "QUEUE_READ", 2)
+    workflow = create(api, {**LIMITED, "concurrency": {"key": "{{ input.customer }}", "limit": 3}})
+    running = [started(api, workflow) for _ in range(3)]
+    held = [started(api, workflow) for _ in range(4)]
+    for execution in running:
+        for node in ("gate", "after"):
+            path = f"/executions/{execution['id']}/tasks/{node}/approve"
+            assert api.post(path, {}, format="json").status_code == 202
+    assert [status(e) for e in held] == ["pending"] * 4
+    workflow_id = Execution.objects.get(pk=held[0]["id"]).workflow_id
+    assert admission.admit(workflow_id=workflow_id, key="acme") == 3
+    assert [status(e) for e in held] == ["running"] * 3 + ["pending"]
+    why = api.get(f"/executions/{held[3]['id']}/why").json()[0]["reasons"][0]
+    assert (why["running"], why["ahead"]) == (3, 0)

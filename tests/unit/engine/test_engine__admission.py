@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from executions.engine.admission import Held, position, to_admit
+from executions.engine.admission import Held, to_admit
 from executions.engine.state import ExecutionState
 from executions.engine.why import CONCURRENCY, Rows, why
 from workflows.dsl import parse_definition
@@ -33,11 +33,6 @@ from workflows.dsl import parse_definition
 def test_to_admit_takes_the_longest_prefix_that_fits(running, limits, admitted) -> None:
     queue = [Held(f"e{i}", limit) for i, limit in enumerate(limits)]
     assert to_admit(running, queue) == admitted
-
-
-def test_position_counts_those_ahead() -> None:
-    queue = [Held("a", 1), Held("b", 1), Held("c", 1)]
-    assert [position(queue, x) for x in ("a", "c", "z")] == [0, 2, None]
 
 
 @dataclass
