@@ -3,7 +3,10 @@
 Every append happens inside a transaction that holds the execution's lock, so seqs are
 contiguous; the unique (execution, seq) constraint is the backstop if that is ever wrong.
 Lock order: the Execution row first, then any Attempt/Timer/Task rows of that execution.
-Nothing takes two Execution locks in one transaction, so there is no deadlock cycle.
+Nothing takes two Execution locks in one transaction, so there is no deadlock cycle, with
+one exception that keeps it so: concurrency admission (services/admission.py) takes a
+key's ConcurrencyKey row first, then the rows of the held executions it starts, which no
+one else locks but to cancel them, and nobody takes a key while holding one of those.
 """
 
 from __future__ import annotations
