@@ -316,3 +316,18 @@ def test_admission_reads_on_past_a_page_while_all_it_read_could_start(api, monke
     assert [status(e) for e in held] == ["running"] * 3 + ["pending"]
     why = api.get(f"/executions/{held[3]['id']}/why").json()[0]["reasons"][0]
     assert (why["running"], why["ahead"]) == (3, 0)
+
+
+def test_a_starter_with_no_one_to_answer_gets_a_failed_execution_naming_the_key(api) -> None:
+    """Schedules, triggers and parents start through execution_start: an input the key
+    cannot be rendered from fails that execution (never the loop that started it)."""
+    from executions.services.start import execution_start
+    from workflows.models import WorkflowVersion
+
+    workflow = create(api, LIMITED)
+    version = WorkflowVersion.objects.get(workflow__name=workflow)
+    execution, created = execution_start(version=version, input={"other": 1}, by="schedule:1")
+    assert created
+    assert execution.status == "failed"
+    assert "concurrency.key '{{ input.customer }}' rendered null" in execution.error["message"]
+    assert execution.held is False

@@ -11,11 +11,13 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 
 import pytest
 from django.conf import settings
+from django.db import connection
 
 from executions.models import Attempt, AttemptStatus, Event, Execution
 from executions.services.control import execution_cancel
@@ -82,6 +84,30 @@ def test_no_more_than_the_limit_run_at_once_and_they_start_in_order(live: Engine
     assert other_span[0] < first_acme_end
     held_after = Execution.objects.filter(pk__in=[e.pk for e in acme], held=True)
     assert list(held_after.values_list("pk", flat=True)) == [acme[4].pk]
+
+
+def test_starts_racing_from_many_threads_never_pass_the_limit(live: Engine) -> None:
+    """Four API-like processes (threads, each with its own database connection) start at
+    once while workers end executions and admit: the key's lock keeps the count."""
+    version = make_version(
+        sleeper(0.3, concurrency={"key": "shared", "limit": 3}),
+        name=f"race-{uuid.uuid4().hex[:8]}",
+    )
+
+    def starts(count: int) -> list[Execution]:
+        try:
+            return [execution_start(version=version, input={})[0] for _ in range(count)]
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        batches = list(pool.map(starts, [4, 4, 4, 4]))
+    executions = [e for batch in batches for e in batch]
+    done = [live.wait(e.pk, timeout=120) for e in executions]
+    assert [e.status for e in done] == ["succeeded"] * 16
+    spans = [span for e in done if (span := run_span(e)) is not None]
+    assert len(spans) == 16
+    assert most_at_once(spans) == 3
 
 
 def test_a_child_workflow_waits_under_its_own_key_and_its_parent_waits_for_it(
