@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 RUNNING = (ExecutionStatus.RUNNING, ExecutionStatus.PAUSED, ExecutionStatus.CANCELLING)
 #: Held executions read at a time: admission reads on while all it read could start.
 QUEUE_READ = 100
+#: The limit of a held execution whose version sets none (broken or edited by hand).
+NO_LIMIT = 2**31 - 1
 
 
 def concurrency_of(version_id: int) -> ConcurrencySpec | None:
@@ -117,8 +119,7 @@ def _limit(version_id: int) -> int:
         spec = concurrency_of(version_id)
     except Exception:
         spec = None  # its definition no longer parses: let begin() fail it, contained
-    # No limit (a broken or hand-edited version): it waits for nothing.
-    return spec.limit if spec is not None else QUEUE_READ
+    return spec.limit if spec is not None else NO_LIMIT
 
 
 def admission_due(workflow_id: int, key: str) -> bool:

@@ -331,3 +331,29 @@ def test_a_starter_with_no_one_to_answer_gets_a_failed_execution_naming_the_key(
     assert execution.status == "failed"
     assert "concurrency.key '{{ input.customer }}' rendered null" in execution.error["message"]
     assert execution.held is False
+
+
+def test_a_held_replay_keeps_the_results_it_reuses_until_admitted(api) -> None:
+    workflow = create(api, {**LIMITED, "concurrency": {"key": "{{ input.customer }}", "limit": 1}})
+    source = started(api, workflow)
+    gate = f"/executions/{source['id']}/tasks/gate/approve"
+    assert api.post(gate, {"data": {"ok": 1}}, format="json").status_code == 202
+    replay = api.post(
+        f"/executions/{source['id']}/replay", {"from_node": "after"}, format="json"
+    ).json()
+    assert (replay["status"], replay["held"]) == ("pending", True)
+    assert not Event.objects.filter(execution_id=replay["id"]).exists()
+    finish_after = f"/executions/{source['id']}/tasks/after/approve"
+    assert api.post(finish_after, {}, format="json").status_code == 202
+    row = Execution.objects.get(pk=source["id"])
+    admission.admit(workflow_id=row.workflow_id, key="acme")
+    replayed = Execution.objects.get(pk=replay["id"])
+    assert (replayed.status, replayed.held, replayed.held_start) == ("running", False, None)
+    (reused,) = events(replayed, "task_completed", "gate")
+    assert reused.data["reused_from"] == source["id"]
+    assert (
+        reused.data["output"]
+        == Event.objects.get(execution_id=source["id"], type="task_completed", node_id="gate").data[
+            "output"
+        ]
+    )
