@@ -91,9 +91,13 @@ IDEMPOTENCY_KEY_MAX = 255
 
 
 def idempotency_key(request: Request) -> str | None:
-    """The request's Idempotency-Key header (None when absent or empty), or a 400 past the
-    columns' length."""
-    key = request.headers.get("Idempotency-Key") or None
+    """The request's Idempotency-Key header (None when absent), or a 400 when it is empty
+    (as /schema says: minLength 1) or past the columns' length."""
+    key = request.headers.get("Idempotency-Key")
+    if key == "":
+        raise ValidationError(
+            {"Idempotency-Key": ["Must not be empty: omit the header to send no key."]}
+        )
     if key is not None and len(key) > IDEMPOTENCY_KEY_MAX:
         raise ValidationError({"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters."]})
     return key

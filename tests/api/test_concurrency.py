@@ -357,3 +357,14 @@ def test_a_held_replay_keeps_the_results_it_reuses_until_admitted(api) -> None:
             "output"
         ]
     )
+
+
+def test_an_empty_idempotency_key_is_400_as_the_schema_says(api) -> None:
+    workflow = create(api, GATE)
+    body = {"workflow": workflow, "input": {}}
+    response = api.post("/executions", body, format="json", HTTP_IDEMPOTENCY_KEY="")
+    assert response.status_code == 400, response.content
+    assert "Idempotency-Key" in response.json()
+    event = api.post("/events", {"key": "k", "data": None}, format="json", HTTP_IDEMPOTENCY_KEY="")
+    assert event.status_code == 400, event.content
+    assert not Execution.objects.exists()
