@@ -70,6 +70,9 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     # An event may start executions: it needs its own add permission.
     "event-create": {"POST": ("triggers.add_event",)},
+    # Pools are shared configuration, like workflows: their own model permissions.
+    "pool-list": {"GET": ("workflows.view_pool",), "POST": ("workflows.add_pool",)},
+    "pool-detail": {"GET": ("workflows.view_pool",), "PATCH": ("workflows.change_pool",)},
     # Counts of executions and tasks by status: what a viewer of executions may see.
     "metrics": {"GET": (VIEW_EXECUTION,)},
 }

@@ -245,6 +245,20 @@ WORKFLOW_HTTP_ALLOWED_HOSTS = _list("WORKFLOW_HTTP_ALLOWED_HOSTS")
 WORKFLOW_DEFAULT_LEASE_SECONDS = float(os.environ.get("WORKFLOW_DEFAULT_LEASE_SECONDS", "30"))
 # A scheduled attempt nobody claimed for this long had its message lost: republish.
 WORKFLOW_REPUBLISH_AFTER_SECONDS = float(os.environ.get("WORKFLOW_REPUBLISH_AFTER_SECONDS", "15"))
+# Unclaimed run_task messages one execution may have in the broker at once; attempts
+# scheduled beyond it are held in the database and published as claims take the ones out
+# (a finishing worker runs a held one itself, with no message). 64: more than the worker
+# processes a queue usually has, so no idle worker waits for a top-up, while a 10,000-item
+# map keeps at most 64 messages ahead of other executions' in the shared queue.
+WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION = int(
+    os.environ.get("WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION", "64")
+)
+if WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION < 1:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION must be at least 1 (messages per execution)"
+    )
 # {{ secrets.NAME }} reads WORKFLOW_SECRET_NAME from the environment at execution time.
 WORKFLOW_SECRETS = {
     key.removeprefix("WORKFLOW_SECRET_"): value

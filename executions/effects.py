@@ -8,13 +8,16 @@ decisions alike, inside the execution's lock: lock order Execution, then its row
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from functools import partial
 from typing import cast
 
 from django.utils import timezone
 
 from executions import messages
+from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType
 from executions.engine.faults import DUPLICATE_DELIVERY
 from executions.engine.nodes import WORKER_TYPES
@@ -26,67 +29,120 @@ _ENDINGS = frozenset(
 )
 
 
+class Hold(Enum):
+    """Which of the attempts a unit schedules (without a pool) are held back."""
+
+    #: None: the execution is within its in-flight cap, each is published at once.
+    NONE = "none"
+    #: The first: its worker's eager dispatch claims it in the same unit, no message.
+    FIRST = "first"
+    #: All: the execution is past its cap; the commit's top-up publishes what fits.
+    ALL = "all"
+
+
+@dataclass
+class Held:
+    """What a unit's effects left held (executions/services/capacity.py): attempts with
+    no pool, for the in-flight top-up, and the pools whose dispatch must run after commit."""
+
+    capped: int = 0
+    pools: set[str] = field(default_factory=set)
+
+    def add(self, other: Held) -> None:
+        self.capped += other.capped
+        self.pools |= other.pools
+
+
 def apply_effects(
-    execution: Execution, events: Sequence[Decision], now: datetime, outbox: messages.Outbox
-) -> None:
+    execution: Execution,
+    events: Sequence[Decision],
+    now: datetime,
+    outbox: messages.Outbox,
+    *,
+    hold: Hold = Hold.NONE,
+) -> Held:
     """The rows and messages `events` call for, in the order they were appended."""
-    _schedule_attempts(execution, events, now, outbox)
+    held = _schedule_attempts(execution, events, now, outbox, hold)
     for event in events:
-        _apply_effect(execution, event, now, outbox)
+        _apply_effect(execution, event, now, outbox, held)
         if event.type in _ENDINGS and execution.concurrency_key and not execution.held:
             # Its concurrency key has room: the oldest held execution may start.
             key = (execution.workflow_id, execution.concurrency_key)
             outbox.add(partial(messages.publish_admit, *key))
+    return held
 
 
 def _schedule_attempts(
-    execution: Execution, events: Sequence[Decision], now: datetime, outbox: messages.Outbox
-) -> None:
-    """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds)."""
+    execution: Execution,
+    events: Sequence[Decision],
+    now: datetime,
+    outbox: messages.Outbox,
+    hold: Hold,
+) -> Held:
+    """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds).
+    Those `hold` holds wait for the commit's top-up to the in-flight cap, and a pool's
+    for its dispatch after commit (services/capacity.py); the others are published."""
+    held = Held()
     scheduled = [
         d
         for d in events
         if d.type == EventType.TASK_SCHEDULED and d.data.get("type") in WORKER_TYPES
     ]
-    rows = [
-        Attempt(
-            execution=execution,
-            # A scheduled task always names its node and attempt.
-            node_id=cast(str, d.node_id),
-            attempt=cast(int, d.attempt),
-            scheduled_at=now,
-            published_at=now,
+    if not scheduled:
+        return held
+    definition = definition_for(execution.version_id)
+    # Fault injection: an attempt hit by duplicate_delivery is published at once, twice
+    # (past the cap and its pool's dispatch: the claim gate still holds the slots).
+    twice = {
+        (d.node_id, d.attempt)
+        for d in events
+        if d.type == EventType.FAULT_INJECTED and d.data.get("fault") == DUPLICATE_DELIVERY
+    }
+    rows, sends = [], []
+    for d in scheduled:
+        # A scheduled task always names its node and attempt.
+        node_id, attempt = cast(str, d.node_id), cast(int, d.attempt)
+        pool = definition.node_for(node_id).pool
+        duplicated = (node_id, attempt) in twice
+        if duplicated:
+            published = True
+        elif pool:
+            published = False
+            held.pools.add(pool)
+        else:
+            published = hold == Hold.NONE or (hold == Hold.FIRST and held.capped > 0)
+            held.capped += not published
+        rows.append(
+            Attempt(
+                execution=execution,
+                node_id=node_id,
+                attempt=attempt,
+                scheduled_at=now,
+                published_at=now if published else None,
+                pool_id=pool,
+            )
         )
-        for d in scheduled
-    ]
-    if rows:
-        Attempt.objects.bulk_create(rows, batch_size=500)
-        sends = [
-            (row.pk, row.node_id, row.attempt, d.data["type"])
-            for row, d in zip(rows, scheduled, strict=True)
-        ]
+        if published:
+            sends += [(len(rows) - 1, d.data["type"])] * (2 if duplicated else 1)
+    Attempt.objects.bulk_create(rows, batch_size=500)
+    if sends:
         workflow_id, priority = execution.workflow_id, execution.priority
-        # Fault injection: an attempt hit by duplicate_delivery is published twice.
-        twice = {
-            (d.node_id, d.attempt)
-            for d in events
-            if d.type == EventType.FAULT_INJECTED and d.data.get("fault") == DUPLICATE_DELIVERY
-        }
-        sends += [send for send in sends if (send[1], send[2]) in twice]
+        out = [(rows[i].pk, rows[i].node_id, rows[i].attempt, kind) for i, kind in sends]
 
         def publish() -> None:
             workflow = messages.workflow_name(workflow_id)
-            for attempt_id, node_id, attempt, kind in sends:
+            for attempt_id, node_id, attempt, kind in out:
                 shadow = messages.attempt_name(workflow, node_id, attempt)
                 messages.publish_attempt(
                     attempt_id, shadow=shadow, node_type=kind, priority=priority
                 )
 
         outbox.add(publish)
+    return held
 
 
 def _apply_effect(
-    execution: Execution, event: Decision, now: datetime, outbox: messages.Outbox
+    execution: Execution, event: Decision, now: datetime, outbox: messages.Outbox, held: Held
 ) -> None:
     kind = event.type
     if kind == EventType.TIMER_STARTED:
@@ -120,6 +176,10 @@ def _apply_effect(
             node_id=event.node_id,
             status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING],
         ).update(status=AttemptStatus.CANCELLED, finished_at=now)
+        # A slot it held (or a place it had in the broker) is free for another.
+        pool = event.node_id and definition_for(execution.version_id).node_for(event.node_id).pool
+        if pool:
+            held.pools.add(pool)
         Timer.objects.filter(
             execution=execution, node_id=event.node_id, fired_at__isnull=True
         ).update(fired_at=now)

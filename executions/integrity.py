@@ -28,6 +28,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
 from executions.engine.verify import verify_log
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer, TimerKind
 from executions.projections import differences, rebuild
+from workflows.dsl import Definition
 
 #: The stored status of an attempt once its result event is in the log.
 _RESULT_STATUS = {
@@ -203,12 +204,15 @@ def rebuild_rows(execution_id: UUID | str) -> None:
         execution = store.lock_execution(execution_id)
         events = store.engine_events(execution.pk)
         state = fold(events, execution_id=str(execution.pk))
-        rebuild(execution, state, definition_for(execution.version_id))
-        _rebuild_attempts(execution, expected_attempts(events))
+        definition = definition_for(execution.version_id)
+        rebuild(execution, state, definition)
+        _rebuild_attempts(execution, expected_attempts(events), definition)
         _rebuild_timers(execution, expected_timers(events), state)
 
 
-def _rebuild_attempts(execution: Execution, wanted: dict[tuple[str, int], ExpectedAttempt]) -> None:
+def _rebuild_attempts(
+    execution: Execution, wanted: dict[tuple[str, int], ExpectedAttempt], definition: Definition
+) -> None:
     now = timezone.now()
     stored = {(a.node_id, a.attempt): a for a in Attempt.objects.filter(execution=execution)}
     for key, row in stored.items():
@@ -224,8 +228,11 @@ def _rebuild_attempts(execution: Execution, wanted: dict[tuple[str, int], Expect
             status=want.status,
             scheduled_at=want.scheduled_at,
             # The sweeper republishes a scheduled one and times out a running one (its
-            # worker lost its row, so it can no longer renew or record).
+            # worker lost its row, so it can no longer renew or record). Published, not
+            # held: past the in-flight cap for a while at worst; a pool's claim gate
+            # still counts its slots.
             published_at=want.scheduled_at,
+            pool_id=definition.node_for(node_id).pool,
             lease_expires_at=now if want.status == AttemptStatus.RUNNING else None,
             finished_at=None if want.status in _OPEN else now,
         )

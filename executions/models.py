@@ -245,7 +245,21 @@ class Attempt(models.Model):
     )
     worker_id = models.CharField(max_length=200, blank=True, default="")
     scheduled_at = models.DateTimeField()
+    #: When its run_task message was last sent. NULL while scheduled: held, not in the
+    #: broker (its pool is full or its execution has WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
+    #: messages out); executions/services/capacity.py publishes it when there is room.
     published_at = models.DateTimeField(null=True, blank=True)
+    #: The node's pool (its definition's `pool`), copied when the attempt is scheduled:
+    #: the claim gate counts running attempts by it.
+    pool = models.ForeignKey(
+        "workflows.Pool",
+        to_field="name",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="attempts",
+        db_index=False,  # attempt_pool_idx below
+    )
     claimed_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     #: timeout_seconds from the claim: past it the attempt is timed out whatever its lease.
@@ -261,6 +275,19 @@ class Attempt(models.Model):
         indexes = [
             models.Index(fields=["status", "lease_expires_at"], name="attempt_lease_idx"),
             models.Index(fields=["status", "scheduled_at"], name="attempt_scheduled_idx"),
+            # A pool's running and waiting attempts, counted under its lock at every claim.
+            models.Index(
+                fields=["pool", "status"],
+                condition=Q(pool__isnull=False),
+                name="attempt_pool_idx",
+            ),
+            # An execution's scheduled attempts, held (published_at NULL) or in the broker:
+            # both counted and picked at every top-up (services/capacity.py), few rows each.
+            models.Index(
+                fields=["execution", "published_at"],
+                condition=Q(status="scheduled"),
+                name="attempt_waiting_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -24,7 +24,8 @@ from psycopg.types.json import JsonbLoader
 
 from config import logs
 from executions import messages
-from executions.effects import apply_effects
+from executions.effects import Held, Hold, apply_effects
+from executions.engine.capacity import crowded
 from executions.engine.chain import Linked, event_hash
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.events import Event as EngineEvent
@@ -32,6 +33,7 @@ from executions.engine.fold import apply_event, fold
 from executions.engine.state import ExecutionState
 from executions.models import Event, Execution
 from executions.projections import project_tasks, save_execution
+from executions.services.capacity import dispatch_after_commit, in_flight_cap, top_up
 from monitoring.tally import Tally
 from workflows.dsl import Definition
 
@@ -242,6 +244,10 @@ class UnitOfWork:
         self._rows: list[Event] = []
         self._appended: list[Decision] = []
         self._applied = 0
+        #: What the unit holds back (effects.Held), and whether a claim took one of the
+        #: execution's messages out of the broker: the commit then tops it up.
+        self.held = Held()
+        self.claimed_published = False
         #: The metrics' deltas, staged with the events at commit (monitoring/tally.py).
         self.tally = Tally(state)
 
@@ -265,11 +271,19 @@ class UnitOfWork:
             execution.last_seq, execution.last_hash = seq, digest
         self._appended.extend(decisions)
 
-    def apply_effects(self) -> None:
+    def apply_effects(self, *, eager: bool = False) -> None:
         """Create the rows what was appended so far calls for, before the commit: a worker
-        that claims an attempt its own result scheduled does so in the same unit."""
+        that claims an attempt its own result scheduled does so in the same unit
+        (`eager`: the first attempt scheduled is then held for that claim)."""
         applied = self._appended[self._applied :]
-        apply_effects(self.execution, applied, self.now, self.outbox)
+        hold = Hold.NONE
+        if any(d.type == EventType.TASK_SCHEDULED for d in applied):
+            if crowded(self.state, in_flight_cap()):
+                hold = Hold.ALL
+            elif eager:
+                hold = Hold.FIRST
+        held = apply_effects(self.execution, applied, self.now, self.outbox, hold=hold)
+        self.held.add(held)
         self._applied = len(self._appended)
 
     def commit(self, *, decided: bool) -> None:
@@ -279,6 +293,7 @@ class UnitOfWork:
         if self._rows:
             Event.objects.bulk_create(self._rows)
         self.apply_effects()
+        self._release_held()
         if decided:
             execution.decided_seq = execution.last_seq
         snapshot = _due_for_snapshot(execution, state)
@@ -289,6 +304,14 @@ class UnitOfWork:
         project_tasks(execution, state, touched_nodes(self._appended), self.definition)
         self.tally.stage(execution, state, self._appended, self.now, self.definition)
         self._rows, self._appended, self._applied = [], [], 0
+
+    def _release_held(self) -> None:
+        """Publish what fits of what this unit held or freed (services/capacity.py)."""
+        held, self.held = self.held, Held()
+        if (held.capped > 0 or self.claimed_published) and not self.state.paused:
+            top_up(self.execution, self.now, self.outbox)
+        self.claimed_published = False
+        dispatch_after_commit(held.pools, self.outbox)
 
 
 def _due_for_snapshot(execution: Execution, state: ExecutionState) -> bool:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from executions import control_views, views
+from executions import control_views, pool_views, views
 
 
 def both(route: str, view, name: str) -> list:
@@ -10,6 +10,8 @@ def both(route: str, view, name: str) -> list:
 
 
 urlpatterns = [
+    *both("pools", pool_views.PoolListCreate.as_view(), "pool-list"),
+    *both("pools/<str:name>", pool_views.PoolDetail.as_view(), "pool-detail"),
     *both("executions", views.ExecutionListCreate.as_view(), "execution-list"),
     *both("executions/bulk/cancel", control_views.BulkView.as_view(action="cancel"), "bulk-cancel"),
     *both("executions/bulk/retry", control_views.BulkView.as_view(action="retry"), "bulk-retry"),

@@ -45,6 +45,11 @@ BODY_FIELDS: dict[str, Any] = {
     "retry_policy": {"$ref": "#/components/schemas/RetryPolicy"},
     "timeout_seconds": {**SECONDS, "description": "Per attempt, start to close."},
     "heartbeat_timeout_seconds": {**SECONDS, "description": "The lease of an attempt."},
+    "pool": {
+        "type": "string",
+        "pattern": "^[a-z0-9][a-z0-9_-]{0,99}$",
+        "description": "A pool (POST /pools): the node runs only while the pool has a free slot.",
+    },
     # Each kind's own fields, as its kind documents them (workflows/kinds/).
     **{name: schema for kind in all_kinds() for name, schema in kind.schema.items()},
 }

@@ -52,3 +52,24 @@ class WorkflowVersion(models.Model):
         if self.pk is not None and not kwargs.get("force_insert"):
             raise ValueError("Workflow versions are immutable: create a new version instead.")
         super().save(*args, **kwargs)
+
+
+class Pool(models.Model):
+    """A named number of slots shared by every execution (CONTRACT §6): a node with
+    `"pool": "<name>"` runs only while fewer than `slots` attempts of the pool run.
+
+    The count is the running Attempt rows naming the pool, read under this row's lock by
+    whoever claims one (executions/services/capacity.py), so any number of workers agree.
+    """
+
+    name = models.CharField(max_length=100, unique=True, validators=[slug_validator])
+    slots = models.PositiveIntegerField()
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, blank=True, default="")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slots} slots)"

@@ -26,6 +26,7 @@ VIEW = (
     ("schedules", "view_schedulefire"),
     ("triggers", "view_trigger"),
     ("triggers", "view_event"),
+    ("workflows", "view_pool"),
 )
 
 ROLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -53,6 +54,9 @@ ROLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("triggers", "add_trigger"),
         ("triggers", "change_trigger"),
         ("triggers", "delete_trigger"),
+        # Pools: shared slots the workflows they write name.
+        ("workflows", "add_pool"),
+        ("workflows", "change_pool"),
     ),
 }
 

@@ -3,15 +3,15 @@ invalid definition reaches the database whichever caller (API, admin, script) st
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from workflows.cycles import check_no_cycle
-from workflows.dsl import Definition, parse_definition
-from workflows.models import WorkflowDefinition, WorkflowVersion
+from workflows.dsl import Definition, DefinitionError, NodeBody, Problem, parse_definition
+from workflows.models import Pool, WorkflowDefinition, WorkflowVersion
 
 
 def _function_registry() -> Callable[[str], bool] | None:
@@ -23,8 +23,39 @@ def _function_registry() -> Callable[[str], bool] | None:
 
 
 def definition_validate(*, definition: object) -> Definition:
-    """The parsed definition; raises DefinitionError with every problem found."""
-    return parse_definition(definition, function_exists=_function_registry())
+    """The parsed definition; raises DefinitionError with every problem found (a pool
+    a node names must exist: POST /pools first)."""
+    parsed = parse_definition(definition, function_exists=_function_registry())
+    named = list(pools_named(parsed))
+    known = set(
+        Pool.objects.filter(name__in={p for _, _, p in named}).values_list("name", flat=True)
+    )
+    missing = [
+        Problem(
+            f"no pool named '{pool}': create it first with POST /pools "
+            f'{{"name": "{pool}", "slots": N}}',
+            node=node,
+            field=field,
+        )
+        for node, field, pool in named
+        if pool not in known
+    ]
+    if missing:
+        raise DefinitionError(missing)
+    return parsed
+
+
+def pools_named(definition: Definition) -> Iterator[tuple[str, str, str]]:
+    """(node id, field, pool) for every pool the definition names: on a node, its
+    compensation or a map's per-item node."""
+    for node in definition.nodes:
+        bodies = [("pool", node), ("compensation.pool", node.compensation)]
+        item = getattr(node.spec, "node", None)
+        if isinstance(item, NodeBody):
+            bodies.append(("node.pool", item))
+        for field, body in bodies:
+            if body is not None and body.pool:
+                yield node.id, field, body.pool
 
 
 def _name_taken(name: str) -> ValidationError:

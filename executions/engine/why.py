@@ -46,6 +46,9 @@ class AttemptRow:
     scheduled_at: datetime | None = None
     worker: str = ""
     lease_expires_at: datetime | None = None
+    #: False: held, not in the broker (its pool is full, or its execution has its cap of
+    #: messages out: executions/services/capacity.py).
+    published: bool = True
 
 
 @dataclass(frozen=True)
@@ -287,10 +290,37 @@ def _when_holds(scene: Scene, node: Node) -> bool:
 
 def _scheduled(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
     row = scene.rows.attempts.get(node.id)
+    if node.pool and row is not None and not row.published:
+        return  # _pool_full says why
+    message = "scheduled, waiting for a worker to claim it"
+    if row is not None and not row.published:
+        cap = scene.rows.extra.get("in_flight_cap")
+        message = (
+            f"scheduled and held: its execution already has {cap} messages in the broker "
+            "(WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION); it is sent when one is claimed"
+        )
     yield {
         "code": "queued",
-        "message": "scheduled, waiting for a worker to claim it",
+        "message": message,
         "scheduled_at": _iso(row.scheduled_at if row else None),
+    }
+
+
+def _pool_full(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
+    """A pool node held until its pool has a free slot (`Rows.extra["pools"]`: name ->
+    {"slots", "running"}, read by executions/services/why.py)."""
+    row = scene.rows.attempts.get(node.id)
+    if not node.pool or row is None or row.published:
+        return
+    pool = scene.rows.extra.get("pools", {}).get(node.pool, {})
+    slots, running = pool.get("slots"), pool.get("running")
+    yield {
+        "code": "pool_full",
+        "message": f"waiting for a free slot in pool {node.pool} "
+        f"({running} of {slots} slots in use)",
+        "pool": node.pool,
+        "slots": slots,
+        "running": running,
     }
 
 
@@ -382,7 +412,7 @@ def _waiting(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
 
 NODE_RULES: dict[str, list[NodeRule]] = {
     TaskStatus.PENDING: [_parents],
-    TaskStatus.SCHEDULED: [_scheduled],
+    TaskStatus.SCHEDULED: [_scheduled, _pool_full],
     TaskStatus.RUNNING: [_running],
     TaskStatus.RETRYING: [_retrying],
     TaskStatus.FAILED: [_failed],

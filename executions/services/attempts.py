@@ -14,11 +14,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from executions import store
 from executions.definitions import definition_for
+from executions.engine.capacity import crowded
 from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
@@ -27,6 +28,7 @@ from executions.engine.payloads import to_json
 from executions.engine.statuses import ExecutionStatus
 from executions.models import Attempt, AttemptStatus
 from executions.services.advance import record_and_decide
+from executions.services.capacity import in_flight_cap, pool_admits, pool_of
 from executions.services.recorded import recordable
 from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
@@ -43,7 +45,7 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         # a claimed one is dropped here, without queueing on the execution's lock.
         row = (
             Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED)
-            .values("execution_id", "node_id", "attempt")
+            .values("execution_id", "node_id", "attempt", "pool_id", "published_at")
             .first()
         )
         if row is None:
@@ -53,17 +55,37 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
             return None  # held, still scheduled: execution_resume publishes it again
         caught_up = execution.decided_seq == execution.last_seq
         work = store.UnitOfWork(execution, store.load_state(execution))
-        claimed = _claim_into(work, attempt_id, row["node_id"], row["attempt"], worker_id)
+        # Only past its cap can an execution have attempts held for want of room.
+        crowded_before = crowded(work.state, in_flight_cap())
+        claimed = _claim_into(
+            work, attempt_id, row["node_id"], row["attempt"], worker_id, pool_of(row["pool_id"])
+        )
         if claimed is not None:
+            # One of the execution's messages left the broker: room for a held attempt.
+            published = row["published_at"] is not None and not row["pool_id"]
+            work.claimed_published = published and crowded_before
             work.commit(decided=caught_up)  # task_started asks for no decision
         return claimed
 
 
 def _claim_into(
-    work: store.UnitOfWork, attempt_id: int, node_id: str, attempt: int, worker_id: str
+    work: store.UnitOfWork,
+    attempt_id: int,
+    node_id: str,
+    attempt: int,
+    worker_id: str,
+    pool: str | None,
 ) -> Claimed | None:
     """scheduled -> running with one conditional UPDATE, and task_started appended to the
-    unit (the caller commits it). Inside the lock."""
+    unit (the caller commits it). Inside the lock. A pool node passes the pool's gate
+    first; refused, it is held again and None is returned."""
+    if pool:
+        if not pool_admits(pool, attempt_id):
+            return None
+        # Taken under the pool's lock, after its count: a slot's previous holder recorded
+        # its result before that count saw it gone, so [task_started, result] intervals
+        # read from the logs never overlap more than the pool's slots.
+        work.now = timezone.now()
     execution, state, now = work.execution, work.state, work.now
     node = definition_for(execution.version_id).node_for(node_id)
     lease = lease_seconds_for(node)
@@ -199,6 +221,29 @@ def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
     )[0]
 
 
+def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
+    """Eager dispatch: the execution's oldest held attempt (no message was spent on it,
+    none will be), else its oldest one in the broker (whose message is then dropped).
+    Held pool attempts are left to their pool's dispatch."""
+    waiting = (
+        Attempt.objects.filter(execution=work.execution, status=AttemptStatus.SCHEDULED)
+        .exclude(pool__isnull=False, published_at__isnull=True)
+        .order_by(F("published_at").asc(nulls_first=True), "pk")
+        .values("pk", "node_id", "attempt", "pool_id", "published_at")
+        .first()
+    )
+    if waiting is None:
+        return None
+    held = waiting["published_at"] is None
+    pool = pool_of(waiting["pool_id"])
+    claimed = _claim_into(
+        work, waiting["pk"], waiting["node_id"], waiting["attempt"], worker_id, pool
+    )
+    if claimed is not None and held:
+        work.held.capped -= 1  # one fewer for the commit's top-up to publish
+    return claimed
+
+
 def _finish(
     attempt_id: int,
     worker_id: str | None,
@@ -231,21 +276,14 @@ def _finish(
                 return False, None
             result = Decision(event_type, row.node_id, row.attempt, data)
             work = record_and_decide(execution, [result], source=source)
+            if row.pool_id:
+                work.held.pools.add(row.pool_id)  # its slot is free: dispatch after commit
             nxt = None
             if claim_next_for is not None and not work.state.paused:
                 # The next attempt is claimed in the same unit: one INSERT of the events,
                 # one UPDATE of the execution and of each task, for both steps.
-                work.apply_effects()  # the attempts just scheduled get their rows
-                waiting = (
-                    Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
-                    .order_by("pk")
-                    .values("pk", "node_id", "attempt")
-                    .first()
-                )
-                if waiting is not None:
-                    nxt = _claim_into(
-                        work, waiting["pk"], waiting["node_id"], waiting["attempt"], claim_next_for
-                    )
+                work.apply_effects(eager=True)  # the attempts just scheduled get their rows
+                nxt = _claim_next(work, claim_next_for)
             work.commit(decided=True)
             return True, nxt
     except IntegrityError:

@@ -18,7 +18,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
-from executions.services import admission, whatif
+from executions.services import admission, capacity, whatif
 from executions.services.advance import record_and_advance
 from executions.services.start import execution_start
 from workflows.kinds import get_kind
@@ -99,14 +99,20 @@ def _pause_or_resume(execution_id: UUID | str, by: str, event: EventType) -> Exe
 
 def _wake_held(execution: Execution) -> None:
     """Attempts scheduled before the pause and timers that came due during it had their
-    messages refused (attempts.attempt_claim, timers.timer_fire): send them again."""
+    messages refused (attempts.attempt_claim, timers.timer_fire): send them again. Those
+    held by the in-flight cap or a pool are released as there is room (services/capacity)."""
     now = timezone.now()
-    held = Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
-    attempt_ids = list(held.values_list("pk", flat=True))
-    held.update(published_at=now)
+    waiting = Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
+    refused = waiting.filter(published_at__isnull=False)
+    attempt_ids = list(refused.values_list("pk", flat=True))
+    refused.update(published_at=now)
+    pools = {str(p) for p in waiting.filter(pool__isnull=False).values_list("pool_id", flat=True)}
     timers = list(
         Timer.objects.filter(execution=execution, fired_at__isnull=True).values_list("pk", "due_at")
     )
+    outbox = messages.Outbox()
+    capacity.top_up(execution, now, outbox)
+    capacity.dispatch_after_commit(pools, outbox)
 
     def publish() -> None:
         for attempt_id in attempt_ids:

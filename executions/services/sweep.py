@@ -17,17 +17,19 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import DateTimeField, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from executions import messages
+from executions import messages, store
 from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer
 from executions.services import admission
 from executions.services.advance import execution_advance
 from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
+from executions.services.capacity import pool_dispatch, top_up
 from executions.services.children import children_pending_notice, parent_notify
 from executions.services.containment import TRANSIENT, backoff, boundary
 from executions.services.timers import timer_fire
@@ -44,6 +46,7 @@ class SweepReport:
     timed_out: int = 0
     timers_fired: int = 0
     republished: int = 0
+    released: int = 0
     advanced: int = 0
     notified: int = 0
     admitted: int = 0
@@ -58,6 +61,7 @@ def sweep() -> SweepReport:
         _time_out,
         _fire_timers,
         _republish_lost,
+        _release_held,
         _notify_parents,
         _advance_undecided,
         _admit_held,
@@ -151,6 +155,26 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
                     attempt_id, shadow=shadow, node_type=kind or "", priority=priority
                 )
                 report.republished += 1
+
+
+def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    """The backstop of held attempts (services/capacity.py): every pool with attempts
+    waiting is dispatched and every execution with capped ones topped up, in case the
+    dispatch after a commit was lost (a crash between the commit and it). Both publish
+    only what there is room for, so running them with nothing lost publishes nothing."""
+    held = Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__isnull=True)
+    held = held.exclude(execution_id__in=skip).exclude(execution__status=ExecutionStatus.PAUSED)
+    pools = held.filter(pool__isnull=False).values_list("pool_id", flat=True).distinct()
+    for pool in pools.order_by("pool_id")[:BATCH]:
+        with boundary(f"sweeper: pool {pool}", lambda: None, source=Source.SWEEPER):
+            report.released += pool_dispatch(pool=str(pool))
+    capped = held.filter(pool__isnull=True).values_list("execution_id", flat=True).distinct()
+    for execution_id in capped.order_by("execution_id")[:BATCH]:
+        with _item("top-up", execution_id), transaction.atomic():
+            execution = store.lock_execution(execution_id)
+            if execution.status not in EXECUTION_TERMINAL | {ExecutionStatus.PAUSED}:
+                outbox = messages.Outbox()
+                report.released += top_up(execution, timezone.now(), outbox)
 
 
 def _notify_parents(report: SweepReport, now: datetime, skip: list[str]) -> None:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Count, Q
+
 from executions import store
 from executions.definitions import definition_for
 from executions.engine import why as explain
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.services import admission
+from executions.services.capacity import in_flight_cap
 from executions.services.control import UnknownNode
+from workflows.models import Pool
 
 
 def why_execution(execution: Execution) -> list[dict[str, Any]]:
@@ -36,6 +40,23 @@ def why_node(execution: Execution, node_id: str) -> dict[str, Any]:
 def _rows(execution: Execution) -> explain.Rows:
     """The rows the state does not hold, read once each: active attempts, unfired
     timers and running children (one query apiece, whatever the node count)."""
+    rows = list(
+        Attempt.objects.filter(
+            execution=execution, status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING]
+        )
+        .order_by("attempt")
+        .values(
+            "node_id",
+            "attempt",
+            "status",
+            "scheduled_at",
+            "worker_id",
+            "lease_expires_at",
+            "published_at",
+            "pool_id",
+        )
+    )
+    pools = {str(row["pool_id"]) for row in rows if row["pool_id"] and row["published_at"] is None}
     attempts = {
         row["node_id"]: explain.AttemptRow(
             attempt=row["attempt"],
@@ -43,12 +64,9 @@ def _rows(execution: Execution) -> explain.Rows:
             scheduled_at=row["scheduled_at"],
             worker=row["worker_id"],
             lease_expires_at=row["lease_expires_at"],
+            published=row["published_at"] is not None,
         )
-        for row in Attempt.objects.filter(
-            execution=execution, status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING]
-        )
-        .order_by("attempt")
-        .values("node_id", "attempt", "status", "scheduled_at", "worker_id", "lease_expires_at")
+        for row in rows
     }
     timers, start_due_at = {}, None
     for node_id, kind, due_at in Timer.objects.filter(
@@ -69,7 +87,11 @@ def _rows(execution: Execution) -> explain.Rows:
         timers=timers,
         children={node_id: str(pk) for node_id, pk in children.items()},
         start_due_at=start_due_at,
-        extra=_held(execution),
+        extra={
+            **_held(execution),
+            "pools": _pools(pools),
+            "in_flight_cap": in_flight_cap(),
+        },
     )
 
 
@@ -85,4 +107,17 @@ def _held(execution: Execution) -> dict[str, Any]:
             "running": admission.running_count(execution.workflow_id, key),
             "ahead": admission.ahead_of(execution),
         }
+    }
+
+
+def _pools(names: set[str]) -> dict[str, dict[str, int]]:
+    """name -> {"slots", "running"} of the pools the execution's held attempts wait for."""
+    if not names:
+        return {}
+    running = Count("attempts", filter=Q(attempts__status=AttemptStatus.RUNNING))
+    return {
+        name: {"slots": slots, "running": count}
+        for name, slots, count in Pool.objects.filter(name__in=names)
+        .annotate(running=running)
+        .values_list("name", "slots", "running")
     }

@@ -6,6 +6,7 @@ The same code parses a graph node, a `compensation` and a map's per-item `node`;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,9 +15,16 @@ from workflows.dsl.checks import Collector, Scope, describe, quote
 from workflows.dsl.model import NodeBody, RetryPolicy
 from workflows.dsl.policy import parse_policy
 from workflows.dsl.references import check_templates
-from workflows.kinds import FIELDS, NAMES, get_kind
+from workflows.kinds import FIELDS, NAMES, WORKER_NAMES, get_kind
 
-COMMON_FIELDS = ("type", "input", "retry_policy", "timeout_seconds", "heartbeat_timeout_seconds")
+COMMON_FIELDS = (
+    "type",
+    "input",
+    "retry_policy",
+    "timeout_seconds",
+    "heartbeat_timeout_seconds",
+    "pool",
+)
 GRAPH_FIELDS = ("id", "depends_on", "when", "trigger_rule", "compensation")
 #: Each type's own fields, from the kinds' registry (workflows/kinds/).
 TYPE_FIELDS: Mapping[str, tuple[str, ...]] = FIELDS
@@ -88,9 +96,37 @@ def parse_body(c: Collector, raw: Mapping[str, Any], place: Place) -> dict[str, 
         if key in raw:
             seconds = c.number(raw[key], node=node, field=p + key, exclusive=True)
             kwargs[key] = c.within(seconds, bound, node=node, field=p + key)
+    if "pool" in raw:
+        kwargs["pool"] = _pool(c, raw["pool"], known, place)
     if found is not None:
         kwargs["spec"] = found.parse(c, raw, place, kwargs["retry_policy"])
     return kwargs
+
+
+POOL_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}\Z")
+
+
+def _pool(c: Collector, raw: object, kind: str | None, place: Place) -> str | None:
+    node, field = place.scope.node, place.prefix + "pool"
+    name = c.string(raw, node=node, field=field, what="a pool's name (POST /pools)")
+    if name is None:
+        return None
+    if not POOL_NAME.match(name):
+        c.add(
+            f"{quote(name)} is not a pool name (a slug: a-z, 0-9, '-', '_')", node=node, field=field
+        )
+        return None
+    found = get_kind(kind)
+    if found is not None and kind not in WORKER_NAMES:
+        runs = ", ".join(sorted(WORKER_NAMES))
+        c.add(
+            f"a {kind} node takes no worker slot: pools apply to nodes a worker runs ({runs})"
+            + ("; put the pool in the map's per-item node" if found.fans_out else ""),
+            node=node,
+            field=field,
+        )
+        return None
+    return name
 
 
 def _check_fields(c: Collector, raw: Mapping[str, Any], kind: str | None, place: Place) -> None:

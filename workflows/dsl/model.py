@@ -62,6 +62,9 @@ class NodeBody:
     timeout_seconds: float | None = None
     #: The lease: an attempt whose worker stops renewing it for this long is timed out.
     heartbeat_timeout_seconds: float | None = None
+    #: A pool's name: an attempt runs only while the pool has a free slot (its existence
+    #: is checked when a definition is stored, by workflows/services.py).
+    pool: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,180 @@
+"""Held attempts: scheduled in the log, kept out of the broker until there is room.
+
+Two limits hold attempts back (CONTRACT §6 "Flow and time"; issue 11 item 5):
+
+- a pool's slots, across executions: the claim gate (`pool_admits`) counts the pool's
+  running attempts under the Pool row's lock and sends an attempt back to held when the
+  pool is full; `pool_dispatch` publishes the pool's held attempts as slots free up;
+- WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION, the unclaimed messages one execution may have in
+  the broker: `top_up` publishes held attempts as claims take the ones out.
+
+An attempt is held while its row is scheduled with published_at NULL. Which ones are
+released is the pure choice of executions/engine/capacity.py. Messages go out after
+commit, through the unit's Outbox or on_commit, never under a lock.
+
+Lock order: the Execution row, then the Pool row (the claim gate); a dispatch takes the
+Pool row alone and never an Execution lock, so no cycle can form.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from functools import partial
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from executions import messages
+from executions.definitions import definition_for
+from executions.engine.capacity import Waiting, pool_room, release
+from executions.engine.statuses import ExecutionStatus
+from executions.models import Attempt, AttemptStatus, Execution
+from workflows.models import Pool
+
+log = logging.getLogger(__name__)
+
+#: One row per attempt released: (id, node id, attempt number).
+Released = tuple[int, str, int]
+
+
+def pool_of(column: object) -> str | None:
+    """An Attempt's pool_id as the pool's name (the key is Pool.name: to_field)."""
+    return str(column) if column else None
+
+
+def in_flight_cap() -> int:
+    return settings.WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
+
+
+# The in-flight cap: room(cap, unclaimed) of the pure core, counted and released in one
+# statement (it runs on every claim from the broker and every unit that schedules).
+_TOP_UP = """
+UPDATE executions_attempt SET published_at = %(now)s
+WHERE id IN (
+    SELECT id FROM executions_attempt
+    WHERE execution_id = %(execution)s AND status = 'scheduled'
+      AND published_at IS NULL AND pool_id IS NULL
+    ORDER BY scheduled_at, id
+    LIMIT (
+        SELECT CASE WHEN COUNT(*) < %(cap)s THEN %(cap)s - COUNT(*) ELSE 0 END
+        FROM executions_attempt
+        WHERE execution_id = %(execution)s AND status = 'scheduled'
+          AND published_at IS NOT NULL AND pool_id IS NULL
+    )
+)
+RETURNING id, node_id, attempt
+"""
+
+
+def top_up(execution: Execution, now: datetime, outbox: messages.Outbox) -> int:
+    """Publish the execution's held attempts (pool-less) up to its in-flight cap, oldest
+    first. Inside the execution's lock: two top-ups of one execution never race."""
+    params = {
+        "now": now,
+        "execution": Execution._meta.pk.get_db_prep_value(execution.pk, connection),
+        "cap": in_flight_cap(),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_TOP_UP, params)
+        rows: list[Released] = sorted(cursor.fetchall(), key=lambda row: row[0])
+    if rows:
+        outbox.add(partial(_publish, execution.workflow_id, execution.version_id, rows))
+    return len(rows)
+
+
+def _publish(workflow_id: int, version_id: int, rows: Iterable[Released]) -> None:
+    """The released attempts' messages (after commit), named and routed by node type."""
+    workflow = messages.workflow_name(workflow_id)
+    definition = definition_for(version_id)
+    for attempt_id, node_id, attempt in rows:
+        kind = definition.node_for(node_id).type
+        shadow = messages.attempt_name(workflow, node_id, attempt)
+        messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind)
+
+
+# Pools.
+
+
+def _lock_pool(name: str) -> int | None:
+    """The pool's slots, its row locked until the transaction ends (None: no such pool).
+    On SQLite the IMMEDIATE transaction already holds the database's write lock."""
+    pools = Pool.objects.filter(name=name)
+    if connection.features.has_select_for_update:
+        pools = pools.select_for_update()
+    return pools.values_list("slots", flat=True).first()
+
+
+def pool_admits(pool: str, attempt_id: int) -> bool:
+    """The claim gate, inside the claimer's transaction (after the Execution lock): true
+    when the pool has a free slot, its row then locked until the claim commits so the
+    next claimer counts this one running. Full: the attempt goes back to held (its
+    message is spent) and the next release publishes it again."""
+    slots = _lock_pool(pool)
+    running = Attempt.objects.filter(pool_id=pool, status=AttemptStatus.RUNNING).count()
+    if slots is not None and running < slots:
+        return True
+    Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(published_at=None)
+    return False
+
+
+def pool_dispatch(*, pool: str) -> int:
+    """Publish the pool's held attempts that fit: its slots less those running and those
+    already in the broker. In its own transaction, holding only the Pool row's lock."""
+    with transaction.atomic():
+        slots = _lock_pool(pool)
+        if slots is None:
+            return 0
+        active = Attempt.objects.filter(
+            pool_id=pool, status__in=[AttemptStatus.RUNNING, AttemptStatus.SCHEDULED]
+        )
+        # A paused execution's attempts wait for its resume: they neither count as coming
+        # nor are released (execution_resume dispatches their pools).
+        paused = Q(execution__status=ExecutionStatus.PAUSED)
+        counts = active.aggregate(
+            running=Count("pk", filter=Q(status=AttemptStatus.RUNNING)),
+            unclaimed=Count(
+                "pk",
+                filter=Q(status=AttemptStatus.SCHEDULED, published_at__isnull=False) & ~paused,
+            ),
+        )
+        free = pool_room(slots, counts["running"], counts["unclaimed"])
+        if not free:
+            return 0
+        held = active.filter(status=AttemptStatus.SCHEDULED, published_at__isnull=True)
+        held = held.exclude(paused)
+        # Hook: order by the execution's priority first (9 first) once it exists.
+        columns = ("pk", "scheduled_at", "node_id", "attempt", "execution__workflow_id")
+        candidates = list(
+            held.order_by("scheduled_at", "pk").values_list(*columns, "execution__version_id")[
+                :free
+            ]
+        )
+        chosen = set(release(free, [Waiting(0, at, pk) for pk, at, *_ in candidates]))
+        now = timezone.now()
+        Attempt.objects.filter(
+            pk__in=chosen, status=AttemptStatus.SCHEDULED, published_at__isnull=True
+        ).update(published_at=now)
+        for pk, _, node_id, attempt, workflow_id, version_id in candidates:
+            if pk in chosen:
+                send = partial(_publish, workflow_id, version_id, [(pk, node_id, attempt)])
+                transaction.on_commit(send)
+        return len(chosen)
+
+
+def dispatch_after_commit(pools: Iterable[str], outbox: messages.Outbox) -> None:
+    """A dispatch of each pool once the caller's transaction (which freed or filled a
+    slot) commits: the dispatch must see it, and takes no lock while the caller holds one."""
+    for pool in sorted(set(pools)):
+        outbox.add(partial(_dispatch_safely, pool))
+
+
+def _dispatch_safely(pool: str) -> None:
+    # After commit: a failure here loses nothing (the sweeper's pool phase is the backstop).
+    try:
+        pool_dispatch(pool=pool)
+    except Exception:
+        log.warning("could not dispatch pool %s; the sweeper will", pool, exc_info=True)

@@ -1,0 +1,62 @@
+"""Pools (CONTRACT §6): create, change slots, and read them with their use.
+
+The Pool row lives in the workflows app (a definition naming a pool is checked against
+it when stored); what runs in a pool is the executions app's (services/capacity.py).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q, QuerySet
+
+from executions.messages import Outbox
+from executions.models import AttemptStatus
+from executions.services.capacity import dispatch_after_commit
+from workflows.models import Pool
+
+
+def _name_taken(name: str) -> ValidationError:
+    return ValidationError(
+        {
+            "name": [
+                f"A pool named '{name}' already exists: change its slots with PATCH /pools/{name}."
+            ]
+        }
+    )
+
+
+def pool_create(*, name: str, slots: int, description: str = "", by: str = "") -> Pool:
+    pool = Pool(name=name, slots=slots, description=description, created_by=by)
+    pool.full_clean(validate_unique=False)
+    if Pool.objects.filter(name=name).exists():
+        raise _name_taken(name)
+    try:
+        with transaction.atomic():
+            pool.save()
+    except IntegrityError:
+        raise _name_taken(name) from None  # a concurrent request took the name
+    return pool
+
+
+def pool_update(*, pool: Pool, slots: int | None = None, description: str | None = None) -> Pool:
+    """Change a pool's slots (or description). More slots release waiting attempts at
+    once; fewer take effect as running attempts finish (none is stopped)."""
+    with transaction.atomic():
+        locked = Pool.objects.select_for_update().get(pk=pool.pk)
+        if slots is not None:
+            locked.slots = slots
+        if description is not None:
+            locked.description = description
+        locked.save(update_fields=["slots", "description"])
+        dispatch_after_commit([locked.name], Outbox())
+    return locked
+
+
+def pools_in_use() -> QuerySet[Pool]:
+    """Every pool with `running` (slots taken) and `waiting` (attempts scheduled, not
+    running yet: held or in the broker) counted from the attempt rows."""
+    return Pool.objects.annotate(
+        running=Count("attempts", filter=Q(attempts__status=AttemptStatus.RUNNING)),
+        waiting=Count("attempts", filter=Q(attempts__status=AttemptStatus.SCHEDULED)),
+    ).order_by("name")
