@@ -25,7 +25,7 @@ from django.utils import timezone
 from executions import messages, store
 from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
-from executions.models import Attempt, AttemptStatus, Execution, Task, Timer
+from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services import admission
 from executions.services.advance import execution_advance
 from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
@@ -119,18 +119,33 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
     that publish (up to REPUBLISH_BACKOFF_CAP intervals), so after 15, 30, 60, 120 s...
     A deep but healthy queue (a wide fan-out behind two workers) then holds a few messages
     per attempt, not one more every 15 s, while a message that was really lost is still
-    sent again within the first interval.
+    sent again within the first interval. Held attempts (published_at NULL) have no
+    message to lose: their pool's dispatch or their execution's top-up sends them.
     """
     every = timedelta(seconds=settings.WORKFLOW_REPUBLISH_AFTER_SECONDS)
     cutoff = now - every
     # Capped: an attempt held by a long pause, published again on resume, has waited long.
     waited = Least(F("published_at") - F("scheduled_at"), Value(every * REPUBLISH_BACKOFF_CAP))
     backed_off = ExpressionWrapper(Value(now) - waited, output_field=DateTimeField())
+    # An execution that appended events since the attempt was published, and lately, is
+    # being worked on (its workers run its other attempts, eagerly): the message is
+    # queued behind them, not lost. Never for longer than the backoff's cap.
+    last_event_at = Event.objects.filter(
+        execution_id=OuterRef("execution_id"), seq=OuterRef("execution__last_seq")
+    ).values("timestamp")[:1]
+    idle = (
+        Q(last_event_at__isnull=True)
+        | Q(last_event_at__lte=F("published_at"))
+        | Q(last_event_at__lt=cutoff)
+        | Q(published_at__lt=now - every * REPUBLISH_BACKOFF_CAP)
+    )
     stale = (
         Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=cutoff)
         .filter(published_at__lte=backed_off)
         .exclude(execution_id__in=skip)
         .exclude(execution__status=ExecutionStatus.PAUSED)  # held until resumed
+        .annotate(last_event_at=Subquery(last_event_at))
+        .filter(idle)
     )
     # The workflow and node type name and route the message (messages.publish_attempt).
     node_type = Task.objects.filter(

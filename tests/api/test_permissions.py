@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from config import permissions
 from executions.models import Execution
+from executions.services.pools import pool_create
 from executions.services.start import execution_start
 from tests.factories import start
 from workflows.roles import ROLES
@@ -46,6 +47,7 @@ def world(db) -> dict[str, Any]:
         format="json",
     )
     assert schedule.status_code == 201, schedule.content
+    pool_create(name="shared-api", slots=2)
     return {"execution": execution, "other": other, "schedule": schedule.json()["id"]}
 
 
@@ -82,6 +84,10 @@ def requests(world: dict[str, Any]) -> dict[str, tuple[str, str, Any]]:
         "create schedule": ("post", "/schedules", {"workflow": wf, "cron": "0 0 1 1 *"}),
         "pause schedule": ("patch", f"/schedules/{world['schedule']}", {"enabled": False}),
         "metrics": ("get", "/metrics", None),
+        "list pools": ("get", "/pools", None),
+        "read pool": ("get", "/pools/shared-api", None),
+        "create pool": ("post", "/pools", {"name": f"pool-{name}", "slots": 1}),
+        "change pool": ("patch", "/pools/shared-api", {"slots": 3}),
         "delete schedule": ("delete", f"/schedules/{world['schedule']}", None),
     }
 
@@ -101,6 +107,8 @@ READS = {
     "list schedules",
     "read schedule",
     "metrics",
+    "list pools",
+    "read pool",
 }
 #: What each role may do beyond reading (every role reads).
 ALLOWED: dict[str, set[str]] = {
@@ -109,7 +117,15 @@ ALLOWED: dict[str, set[str]] = {
     | {"start", "replay", "cancel", "pause", "resume", "bulk cancel", "bulk retry"},
     "approver": READS | {"approve"},
     "author": READS
-    | {"create workflow", "add version", "create schedule", "pause schedule", "delete schedule"},
+    | {
+        "create workflow",
+        "add version",
+        "create schedule",
+        "pause schedule",
+        "delete schedule",
+        "create pool",
+        "change pool",
+    },
 }
 
 
