@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from executions import store
@@ -222,24 +222,27 @@ def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
 
 
 def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
-    """Eager dispatch: the execution's oldest held attempt (no message was spent on it,
-    none will be), else its oldest one in the broker (whose message is then dropped).
-    Held pool attempts are left to their pool's dispatch."""
+    """Eager dispatch: the execution's oldest held attempt without a pool, claimed by the
+    worker that just finished one. No message was spent on it and none will be. Attempts
+    in the broker are left to their messages (claimed here, each would leave a message
+    behind that no one needs), and held pool attempts to their pool's dispatch."""
     waiting = (
-        Attempt.objects.filter(execution=work.execution, status=AttemptStatus.SCHEDULED)
-        .exclude(pool__isnull=False, published_at__isnull=True)
-        .order_by(F("published_at").asc(nulls_first=True), "pk")
-        .values("pk", "node_id", "attempt", "pool_id", "published_at")
+        Attempt.objects.filter(
+            execution=work.execution,
+            status=AttemptStatus.SCHEDULED,
+            published_at__isnull=True,
+            pool__isnull=True,
+        )
+        .order_by("scheduled_at", "pk")
+        .values("pk", "node_id", "attempt")
         .first()
     )
     if waiting is None:
         return None
-    held = waiting["published_at"] is None
-    pool = pool_of(waiting["pool_id"])
     claimed = _claim_into(
-        work, waiting["pk"], waiting["node_id"], waiting["attempt"], worker_id, pool
+        work, waiting["pk"], waiting["node_id"], waiting["attempt"], worker_id, None
     )
-    if claimed is not None and held:
+    if claimed is not None:
         work.held.capped -= 1  # one fewer for the commit's top-up to publish
     return claimed
 

@@ -155,10 +155,10 @@ EAGER_LIMIT = 100
     name="nodes.tasks.run_task", acks_late=True, reject_on_worker_lost=True, ignore_result=True
 )
 def run_task(attempt_id: int) -> None:
-    """Run the attempt, then (eager dispatch) the execution's next scheduled attempt, which
-    the success's own transaction claimed for this worker: no broker round trip, no second
-    lock. That attempt's message was published all the same; when it arrives, the claim
-    finds it taken and drops it. The claim stays the one atomic hand-off either way."""
+    """Run the attempt, then (eager dispatch) the execution's next held attempt, which the
+    success's own transaction claimed for this worker: no broker round trip, no second
+    lock, and no message at all (a held attempt has none: executions/services/capacity).
+    The claim stays the one atomic hand-off either way."""
     worker = worker_id()
     logs.bind(worker=worker)
     # A fault boundary (executions/services/containment.py): an engine exception while

@@ -6,15 +6,10 @@ while a workflow with a retry runs on the session's worker."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from config.celery import app
 from tests.factories import start
 from tests.integration.engine import Engine
 
@@ -31,27 +26,6 @@ RETRIED = {
         },
     ]
 }
-
-
-@pytest.fixture
-def task_events(live: Engine) -> Iterator[list[dict[str, Any]]]:
-    """Every task event the broker carries while the test runs."""
-    seen: list[dict[str, Any]] = []
-    ready = threading.Event()
-    with app.connection_for_read() as connection:
-        receiver = app.events.Receiver(connection, handlers={"*": seen.append})
-        thread = threading.Thread(
-            target=lambda: receiver.capture(limit=None, timeout=None, wakeup=False),
-            daemon=True,
-        )
-        receiver.on_consume_ready = lambda *args, **kwargs: ready.set()
-        thread.start()
-        assert ready.wait(30), "the event receiver never started consuming"
-        try:
-            yield seen
-        finally:
-            receiver.should_stop = True
-            thread.join(timeout=10)
 
 
 def by_name(seen: list[dict[str, Any]]) -> dict[str, set[str]]:
