@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bench.scenarios_broker import BrokerScenarios
 from bench.scenarios_engine import EngineScenarios
 from bench.scenarios_live import LiveScenarios
 from bench.scenarios_scale import ScaleScenarios
 
 
-class Bench(LiveScenarios, EngineScenarios, ScaleScenarios):
+class Bench(LiveScenarios, EngineScenarios, ScaleScenarios, BrokerScenarios):
     """Constructed as BenchBase (bench/base.py)."""
 
 

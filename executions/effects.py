@@ -177,7 +177,7 @@ def _apply_effect(
             status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING],
         ).update(status=AttemptStatus.CANCELLED, finished_at=now)
         # A slot it held (or a place it had in the broker) is free for another.
-        pool = event.node_id and definition_for(execution.version_id).node_for(event.node_id).pool
+        pool = _pool_of(execution, event.node_id)
         if pool:
             held.pools.add(pool)
         Timer.objects.filter(
@@ -190,6 +190,16 @@ def _apply_effect(
         # A buffered fire of its schedule (overlap buffer_one) may start now.
         schedule_id = (execution.engine_key or "").split(":")[1]
         outbox.add(partial(messages.publish_schedule_release, schedule_id))
+
+
+def _pool_of(execution: Execution, node_id: str | None) -> str | None:
+    """The node's pool, if its definition can say: an execution ended for an engine error
+    may be ended because its definition no longer parses (the sweeper's dispatch of held
+    attempts then frees the slot instead)."""
+    try:
+        return definition_for(execution.version_id).node_for(node_id or "").pool
+    except Exception:
+        return None
 
 
 def start_timer(

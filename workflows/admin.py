@@ -91,6 +91,10 @@ class PoolAdmin(admin.ModelAdmin):
             )
         )
 
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        # Definitions name pools: one removed would fail every execution that reaches them.
+        return False
+
     def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
         # The name is what definitions refer to: fixed once created.
         return [*self.readonly_fields, "name"] if obj is not None else self.readonly_fields

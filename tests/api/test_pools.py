@@ -257,7 +257,7 @@ def test_eager_dispatch_respects_the_pool(sent) -> None:
 
 
 def fan(width: int) -> dict[str, Any]:
-    nodes = [{"id": "root", "type": "function", "function": "std.noop"}]
+    nodes: list[dict[str, Any]] = [{"id": "root", "type": "function", "function": "std.noop"}]
     nodes += [
         {"id": f"f{i}", "type": "function", "function": "std.noop", "depends_on": ["root"]}
         for i in range(width)

@@ -37,6 +37,7 @@ def expected_figures() -> set[str]:
         "rss_worker_main_mb", "rss_worker_children_mb", "rss_beat_mb",
         "map_ratio", "concurrent_engine_executions_per_s", "concurrent_raw_chains_per_s",
         "concurrent_ratio",
+        "broker_messages_per_attempt", "broker_queue_at_end",
     }  # fmt: skip
     names |= {f"map_{n}_items_ms_per_item" for n in v.map_sizes}
     for size in (*v.verify_sizes, *v.verify_once):
