@@ -61,6 +61,13 @@ def messages_for(seen: list[dict[str, Any]], attempt_ids: set[int]) -> int:
     return count
 
 
+def queue_length(client: Any, queue: str = "nodes") -> int:
+    """Messages waiting in a queue on Redis: one list per message priority (`nodes`,
+    `nodes<sep><level>`) when priorities are in use."""
+    keys = [k for k in client.scan_iter(match=f"{queue}*") if client.type(k) == b"list"]
+    return sum(client.llen(k) for k in keys)
+
+
 class BrokerScenarios(BenchBase):
     """Scenario h: broker messages per attempt."""
 
@@ -75,7 +82,7 @@ class BrokerScenarios(BenchBase):
         from executions.models import Attempt, Execution
 
         width = SIZES[self.v.name]
-        queue = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+        client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
         definition = {
             "nodes": [
                 {
@@ -99,10 +106,10 @@ class BrokerScenarios(BenchBase):
                 while Execution.objects.values_list("status", flat=True).get(
                     pk=execution.pk
                 ) not in (EXECUTION_TERMINAL):
-                    peak = max(peak, queue.llen("nodes"))
+                    peak = max(peak, queue_length(client))
                     self.procs.check()
                     time.sleep(0.2)
-                at_end.append(queue.llen("nodes"))
+                at_end.append(queue_length(client))
                 seconds.append(time.perf_counter() - t0)
                 peaks.append(peak)
             status = Execution.objects.values_list("status", flat=True).get(pk=execution.pk)

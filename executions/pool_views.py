@@ -9,7 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.fields import MAX_INT32, StrictCharField, StrictIntegerField
-from executions.services.pools import pool_create, pool_update, pools_in_use
+from config.openapi import CONFLICT
+from executions.services.pools import PoolNameTaken, pool_create, pool_update, pools_in_use
 from workflows.models import Pool, slug_validator
 
 SLOTS_HELP = "Attempts of nodes naming this pool that may run at once, across all executions."
@@ -68,11 +69,14 @@ class PoolListCreate(generics.ListAPIView):
     def get_queryset(self):
         return pools_in_use()
 
-    @extend_schema(request=PoolCreateSerializer, responses={201: PoolSerializer})
+    @extend_schema(request=PoolCreateSerializer, responses={201: PoolSerializer, 409: CONFLICT})
     def post(self, request: Request) -> Response:
         body = PoolCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        pool = pool_create(**body.validated_data, by=request.user.get_username())
+        try:
+            pool = pool_create(**body.validated_data, by=request.user.get_username())
+        except PoolNameTaken as taken:
+            return Response({"detail": str(taken)}, status=status.HTTP_409_CONFLICT)
         return Response(PoolSerializer(_pool(pool.name)).data, status=status.HTTP_201_CREATED)
 
 

@@ -6,7 +6,6 @@ it when stored); what runs in a pool is the executions app's (services/capacity.
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 
@@ -16,26 +15,25 @@ from executions.services.capacity import dispatch_after_commit
 from workflows.models import Pool
 
 
-def _name_taken(name: str) -> ValidationError:
-    return ValidationError(
-        {
-            "name": [
-                f"A pool named '{name}' already exists: change its slots with PATCH /pools/{name}."
-            ]
-        }
-    )
+class PoolNameTaken(Exception):
+    """A pool of that name exists: HTTP 409 (the name is what definitions refer to)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"A pool named '{name}' already exists: change its slots with PATCH /pools/{name}."
+        )
 
 
 def pool_create(*, name: str, slots: int, description: str = "", by: str = "") -> Pool:
     pool = Pool(name=name, slots=slots, description=description, created_by=by)
     pool.full_clean(validate_unique=False)
     if Pool.objects.filter(name=name).exists():
-        raise _name_taken(name)
+        raise PoolNameTaken(name)
     try:
         with transaction.atomic():
             pool.save()
     except IntegrityError:
-        raise _name_taken(name) from None  # a concurrent request took the name
+        raise PoolNameTaken(name) from None  # a concurrent request took the name
     return pool
 
 

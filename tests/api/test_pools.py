@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from executions import messages
 from executions.models import Attempt, AttemptStatus
@@ -90,11 +91,12 @@ def test_a_bad_pool_is_a_400_naming_the_field(api, body, field) -> None:
     assert field in response.json(), response.json()
 
 
-def test_a_duplicate_name_is_a_400_that_says_how_to_change_it(api) -> None:
+def test_a_duplicate_name_is_a_409_that_says_how_to_change_it(api) -> None:
     assert api.post("/pools", {"name": "dup", "slots": 1}, format="json").status_code == 201
     again = api.post("/pools", {"name": "dup", "slots": 3}, format="json")
-    assert again.status_code == 400
-    assert "PATCH /pools/dup" in again.json()["name"][0]
+    assert again.status_code == 409
+    assert "PATCH /pools/dup" in again.json()["detail"]
+    assert api.get("/pools/dup").json()["slots"] == 1
 
 
 def test_patch_refuses_negative_slots_and_an_unknown_pool_is_404(api) -> None:
@@ -235,12 +237,13 @@ def test_cancel_frees_the_slot_for_another_execution(sent) -> None:
 
 
 def test_eager_dispatch_respects_the_pool(sent) -> None:
-    """A finishing worker claims the next attempt in the same unit only past the gate."""
+    """A finishing worker runs its execution's next attempt itself only if it has no pool:
+    a pool's held attempts are its dispatch's to publish, as slots free up."""
     pool_create(name="api", slots=1)
     execution = start({"nodes": [
         {"id": "a", "type": "function", "function": "std.noop"},
-        {"id": "b", "type": "function", "function": "std.noop", "pool": "api"},
-        {"id": "c", "type": "function", "function": "std.noop", "pool": "api"},
+        {"id": "b", "type": "function", "function": "std.noop", "pool": "api", "depends_on": ["a"]},
+        {"id": "c", "type": "function", "function": "std.noop", "pool": "api", "depends_on": ["a"]},
     ]})  # fmt: skip
     other = start(pooled(1))
     assert attempt_claim(attempt_id=attempt(other, "n0").pk, worker_id="x") is not None
@@ -251,6 +254,10 @@ def test_eager_dispatch_respects_the_pool(sent) -> None:
     )
     assert nxt is None
     assert held(execution) == {"b", "c"}
+    # The slot frees: the dispatch publishes the first of them.
+    assert attempt_complete(attempt_id=attempt(other, "n0").pk, worker_id="x", output=None)
+    assert held(execution) == {"c"}
+    assert sent[-1] == attempt(execution, "b").pk
 
 
 # The in-flight cap.
@@ -321,3 +328,46 @@ def test_pause_holds_and_resume_releases_only_what_fits(sent, settings) -> None:
     )
     assert unclaimed.count() == 2
     assert len(held(execution)) == 3
+
+
+# The backstops: the sweeper, and a rebuild from the logs.
+
+
+def test_the_sweeper_releases_what_a_lost_dispatch_or_top_up_left_held(sent, settings) -> None:
+    from executions.services import sweep as sweeper
+
+    settings.WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION = 2
+    pool_create(name="api", slots=1)
+    pooled_one = start(pooled(2))
+    capped = start(fan(4))
+    root = attempt(capped, "root")
+    assert attempt_claim(attempt_id=root.pk, worker_id="w") is not None
+    assert attempt_complete(attempt_id=root.pk, worker_id="w", output=None)
+    assert len(held(pooled_one)) == 1
+    assert len(held(capped)) == 2
+    # A slot and a message freed behind the engine's back (as if their dispatch and
+    # top-up were lost with a crash right after the commit).
+    for execution in (pooled_one, capped):
+        Attempt.objects.filter(
+            execution=execution, status=AttemptStatus.SCHEDULED, published_at__isnull=False
+        ).update(status=AttemptStatus.CANCELLED)
+    before = len(sent)
+    report = sweeper.SweepReport()
+    sweeper._release_held(report, timezone.now(), [])
+    assert report.released == 3
+    assert len(sent) == before + 3
+    assert held(pooled_one) == set()
+    assert held(capped) == set()
+    # Nothing more to release: a second tick publishes nothing.
+    sweeper._release_held(report, timezone.now(), [])
+    assert len(sent) == before + 3
+
+
+def test_a_rebuild_from_the_logs_keeps_the_pool(sent) -> None:
+    from executions.integrity import rebuild_rows
+
+    pool_create(name="api", slots=1)
+    execution = start(pooled(1))
+    Attempt.objects.filter(execution=execution).delete()
+    rebuild_rows(execution.pk)
+    assert attempt(execution, "n0").pool_id == "api"

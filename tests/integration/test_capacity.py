@@ -30,6 +30,7 @@ from executions.services.pools import pool_create, pool_update
 from executions.services.why import why_node
 from tests.factories import start
 from tests.integration.engine import Engine
+from tests.integration.test_reliability import wait_for
 from workflows.models import Pool
 
 pytestmark = pytest.mark.integration
@@ -82,21 +83,11 @@ def most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
     return peak
 
 
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 def test_a_pool_of_one_runs_one_attempt_at_a_time_across_executions(live: Engine) -> None:
     pool = a_pool(1)
     started = [start(sleepers(pool, 2, 0.3)) for _ in range(3)]
     # While they run, the ones waiting say why.
-    waiting = wait_until(
+    waiting = wait_for(
         lambda: Attempt.objects.filter(
             pool_id=pool, status=AttemptStatus.SCHEDULED, published_at__isnull=True
         ).first(),
@@ -115,7 +106,7 @@ def test_a_pool_of_one_runs_one_attempt_at_a_time_across_executions(live: Engine
 def test_raising_the_slots_from_0_to_2_releases_the_waiting_nodes(live: Engine) -> None:
     pool = a_pool(0)
     execution = start(sleepers(pool, 4, 0.5))
-    wait_until(
+    wait_for(
         lambda: Attempt.objects.filter(execution=execution, published_at__isnull=True).count() == 4,
         30,
         "the four attempts held",
@@ -136,7 +127,7 @@ def test_a_slot_held_by_a_killed_worker_comes_back(live: Engine) -> None:
     pool = a_pool(1)
     once = {"max_attempts": 1}
     holder = start(sleepers(pool, 1, 30, heartbeat_timeout_seconds=2, retry_policy=once))
-    running = wait_until(
+    running = wait_for(
         lambda: Attempt.objects.filter(execution=holder, status=AttemptStatus.RUNNING).first(),
         30,
         "the holder to take the slot",
@@ -164,9 +155,11 @@ def broker_client():
 
 
 def queued_for(attempt_ids: set[int]) -> int:
-    """Messages still in the `nodes` queue for these attempts (Redis broker)."""
-    left = 0
-    for raw in broker_client().lrange("nodes", 0, -1):
+    """Messages still in the `nodes` queue for these attempts (Redis broker: the queue is
+    one list per message priority, `nodes` and `nodes<sep><level>`)."""
+    client, left = broker_client(), 0
+    lists = [k for k in client.scan_iter(match="nodes*") if client.type(k) == b"list"]
+    for raw in (m for key in lists for m in client.lrange(key, 0, -1)):
         message = json.loads(raw)
         argsrepr = message.get("headers", {}).get("argsrepr") or "()"
         args = ast.literal_eval(argsrepr)
