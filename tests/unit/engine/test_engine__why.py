@@ -106,3 +106,41 @@ def test_later_reasons_slot_in_as_rules() -> None:
         NODE_RULES["scheduled"].remove(pool_full)
     assert found["a"] == ["queued", "pool_full"]
     assert len(EXECUTION_RULES) == 4  # not started, concurrency_limit, paused, ended
+
+
+POOLED = Definition(
+    nodes=(
+        Node(id="a", type="function", spec=ECHO, pool="api"),
+        Node(id="b", type="function", spec=ECHO),
+    )
+)
+
+
+def test_a_held_pool_node_is_pool_full_and_a_held_capped_one_is_queued_held() -> None:
+    from executions.engine.why import AttemptRow
+
+    run = Run(POOLED, seed=1)
+    run.start({})
+    held = {
+        "a": AttemptRow(attempt=1, status="scheduled", published=False),
+        "b": AttemptRow(attempt=1, status="scheduled", published=False),
+    }
+    rows = Rows(
+        attempts=held,
+        extra={"pools": {"api": {"slots": 2, "running": 2}}, "in_flight_cap": 64},
+    )
+    entries = {e["node_id"]: e["reasons"] for e in why(POOLED, run.state, rows)}
+    assert entries["a"] == [
+        {
+            "code": "pool_full",
+            "message": "waiting for a free slot in pool api (2 of 2 slots in use)",
+            "pool": "api",
+            "slots": 2,
+            "running": 2,
+        }
+    ]
+    assert [r["code"] for r in entries["b"]] == ["queued"]
+    assert "WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION" in entries["b"][0]["message"]
+    # Published (in the broker, not yet claimed): both are simply queued.
+    sent = {k: AttemptRow(attempt=1, status="scheduled") for k in held}
+    assert codes(run, Rows(attempts=sent)) == {"a": ["queued"], "b": ["queued"]}
