@@ -82,18 +82,20 @@ def top_up(execution: Execution, now: datetime, outbox: messages.Outbox) -> int:
         cursor.execute(_TOP_UP, params)
         rows: list[Released] = sorted(cursor.fetchall(), key=lambda row: row[0])
     if rows:
-        outbox.add(partial(_publish, execution.workflow_id, execution.version_id, rows))
+        send = partial(_publish, execution.workflow_id, execution.version_id, execution.priority)
+        outbox.add(partial(send, rows))
     return len(rows)
 
 
-def _publish(workflow_id: int, version_id: int, rows: Iterable[Released]) -> None:
-    """The released attempts' messages (after commit), named and routed by node type."""
+def _publish(workflow_id: int, version_id: int, priority: int, rows: Iterable[Released]) -> None:
+    """The released attempts' messages (after commit), named and routed by node type, at
+    their execution's priority."""
     workflow = messages.workflow_name(workflow_id)
     definition = definition_for(version_id)
     for attempt_id, node_id, attempt in rows:
         kind = definition.node_for(node_id).type
         shadow = messages.attempt_name(workflow, node_id, attempt)
-        messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind)
+        messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind, priority=priority)
 
 
 # Pools.
@@ -146,22 +148,21 @@ def pool_dispatch(*, pool: str) -> int:
             return 0
         held = active.filter(status=AttemptStatus.SCHEDULED, published_at__isnull=True)
         held = held.exclude(paused)
-        # Hook: order by the execution's priority first (9 first) once it exists.
-        columns = ("pk", "scheduled_at", "node_id", "attempt", "execution__workflow_id")
+        # The execution's priority first (9 first), then first scheduled, first released.
+        columns = ("pk", "execution__priority", "scheduled_at", "node_id", "attempt")
+        ordered = held.order_by("-execution__priority", "scheduled_at", "pk")
         candidates = list(
-            held.order_by("scheduled_at", "pk").values_list(*columns, "execution__version_id")[
-                :free
-            ]
+            ordered.values_list(*columns, "execution__workflow_id", "execution__version_id")[:free]
         )
-        chosen = set(release(free, [Waiting(0, at, pk) for pk, at, *_ in candidates]))
+        chosen = set(release(free, [Waiting(p, at, pk) for pk, p, at, *_ in candidates]))
         now = timezone.now()
         Attempt.objects.filter(
             pk__in=chosen, status=AttemptStatus.SCHEDULED, published_at__isnull=True
         ).update(published_at=now)
-        for pk, _, node_id, attempt, workflow_id, version_id in candidates:
+        for pk, priority, _, node_id, attempt, workflow_id, version_id in candidates:
             if pk in chosen:
-                send = partial(_publish, workflow_id, version_id, [(pk, node_id, attempt)])
-                transaction.on_commit(send)
+                rows = [(pk, node_id, attempt)]
+                transaction.on_commit(partial(_publish, workflow_id, version_id, priority, rows))
         return len(chosen)
 
 

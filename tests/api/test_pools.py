@@ -371,3 +371,16 @@ def test_a_rebuild_from_the_logs_keeps_the_pool(sent) -> None:
     Attempt.objects.filter(execution=execution).delete()
     rebuild_rows(execution.pk)
     assert attempt(execution, "n0").pool_id == "api"
+
+
+def test_a_freed_slot_goes_to_the_highest_priority_then_the_first_scheduled(api, sent) -> None:
+    pool_create(name="api", slots=0)
+    low, later_low = start(pooled(1)), start(pooled(1))
+    high = start(pooled(1), priority=9)
+    assert sent == []
+    assert api.patch("/pools/api", {"slots": 1}, format="json").status_code == 200
+    assert sent == [attempt(high, "n0").pk]
+    assert attempt_claim(attempt_id=sent[0], worker_id="w") is not None
+    assert attempt_complete(attempt_id=sent[0], worker_id="w", output=None)
+    assert sent[1:] == [attempt(low, "n0").pk]
+    assert held(later_low) == {"n0"}
