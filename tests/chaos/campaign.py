@@ -22,7 +22,13 @@ from tests.chaos.checks import SHOWN, check_all, timeout_causes, worker_log_figu
 from tests.chaos.cluster import Cluster
 from tests.chaos.common import db, say
 from tests.chaos.monkey import Monkey
-from tests.chaos.workload import CountingServer, definition
+from tests.chaos.workload import (
+    POOL,
+    POOL_SLOTS,
+    CountingServer,
+    definition,
+    execution_input,
+)
 
 #: No new event anywhere for this long while executions are unfinished: the run is stuck.
 STALL_SECONDS = 180
@@ -55,7 +61,7 @@ class Submitter(threading.Thread):
             try:
                 response = self.client.post(
                     "/executions",
-                    {"workflow": self.workflow, "input": {"n": n}},
+                    {"workflow": self.workflow, "input": execution_input(n)},
                     format="json",
                     HTTP_IDEMPOTENCY_KEY=key,
                 )
@@ -116,6 +122,8 @@ class Campaign:
         server = CountingServer()
         server.start()
         client = self._client()
+        pool = client.post("/pools", {"name": POOL, "slots": POOL_SLOTS}, format="json")
+        assert pool.status_code == 201, pool.content
         created = client.post(
             "/workflows", {"name": "chaos-dag", "definition": definition(server.url)}, format="json"
         )

@@ -22,7 +22,18 @@ from executions.engine.verify import verify
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.projections import differences
 from monitoring import seed
-from tests.chaos.workload import HEARTBEAT_SECONDS, HTTP_NODE, WORK_NODES, expected_output
+from tests.chaos.limits import Interval, out_of_order, over_limit
+from tests.chaos.workload import (
+    CONCURRENCY_LIMIT,
+    HEARTBEAT_SECONDS,
+    HTTP_NODE,
+    POOL,
+    POOL_NODES,
+    POOL_SLOTS,
+    WORK_NODES,
+    expected_output,
+    group_of,
+)
 
 #: Problems listed per check before the rest are only counted.
 SHOWN = 10
@@ -48,6 +59,9 @@ def check_all(
         ),
         "HTTP requests per Idempotency-Key <= recorded attempts": _http(http_requests, attempts),
         "no attempt left scheduled or running": _leftovers(),
+        "never more than the limit running per concurrency key": _concurrency(inputs),
+        "executions of one key let in first-in first-out": _fifo(inputs),
+        "never more attempts running in the pool than its slots": _pool(),
         "/metrics totals equal a recount of the tables": seed.drift(apps.get_model),
     }
     return {k: v for k, v in problems.items()}, _figures(run_log, http_requests)
@@ -166,6 +180,64 @@ def _http(requests: Mapping[str, int], attempts: Mapping[tuple[str, str], int]) 
 def _leftovers() -> list[str]:
     open_ = Attempt.objects.filter(status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING])
     return [str(a) for a in open_[:SHOWN]]
+
+
+_ENDINGS = ("workflow_completed", "workflow_failed", "workflow_cancelled")
+
+
+def _execution_spans(inputs: Mapping[str, int]) -> dict[str, dict[str, list]]:
+    """Per concurrency key: each execution's (created_at, id, workflow_started, ending)."""
+    created = dict(Execution.objects.values_list("id", "created_at"))
+    marks: dict[str, dict[str, datetime]] = {}
+    rows = Event.objects.filter(type__in=["workflow_started", *_ENDINGS], node_id__isnull=True)
+    for execution_id, kind, at in rows.values_list("execution_id", "type", "timestamp"):
+        marks.setdefault(str(execution_id), {})[
+            "start" if kind == "workflow_started" else "end"
+        ] = at
+    spans: dict[str, list] = {}
+    for execution_id, n in inputs.items():
+        mark = marks.get(execution_id, {})
+        key = group_of(n)
+        row = (created.get(execution_id), execution_id, mark.get("start"), mark.get("end"))
+        spans.setdefault(key, []).append(row)
+    return spans
+
+
+def _concurrency(inputs: Mapping[str, int]) -> list[str]:
+    """From the logs alone: between workflow_started and its ending an execution holds one
+    of its key's slots (the admission of the next is stamped after that ending commits)."""
+    groups: dict[str, list[Interval]] = {
+        key: [(start, end) for _, _, start, end in rows if start is not None]
+        for key, rows in _execution_spans(inputs).items()
+    }
+    found = over_limit(groups, CONCURRENCY_LIMIT, "concurrency key")
+    if not any(len(intervals) > CONCURRENCY_LIMIT for intervals in groups.values()):
+        found.append("no key had more executions than its limit: the run proved nothing")
+    return found
+
+
+def _fifo(inputs: Mapping[str, int]) -> list[str]:
+    queues = {
+        key: [((created, pk), start) for created, pk, start, _ in sorted(rows) if start]
+        for key, rows in _execution_spans(inputs).items()
+    }
+    return out_of_order(queues)
+
+
+def _pool() -> list[str]:
+    """Each attempt of a pool node holds a slot from task_started to its one result (a
+    killed holder's result is the sweeper's timeout, after its lease lapsed)."""
+    rows = Event.objects.filter(node_id__in=POOL_NODES, type__in=["task_started", *RESULT_TYPES])
+    marks: dict[tuple[str, str, int], dict[str, datetime]] = {}
+    for e, n, a, kind, at in rows.values_list(
+        "execution_id", "node_id", "attempt", "type", "timestamp"
+    ):
+        marks.setdefault((str(e), n, a), {})["start" if kind == "task_started" else "end"] = at
+    intervals: list[Interval] = [(m["start"], m.get("end")) for m in marks.values() if "start" in m]
+    found = over_limit({POOL: intervals}, POOL_SLOTS, "pool")
+    if len(intervals) <= POOL_SLOTS:
+        found.append(f"only {len(intervals)} pool attempts: the run proved nothing")
+    return found
 
 
 def _figures(run_log: Path, http_requests: Mapping[str, int]) -> dict[str, Any]:

@@ -1,5 +1,9 @@
 """What the chaos run executes: a 10-node DAG (fan-out, fan-in, sleeps, one HTTP call)
-and the local HTTP server that HTTP node calls, which counts requests per Idempotency-Key."""
+and the local HTTP server that HTTP node calls, which counts requests per Idempotency-Key.
+
+The DAG is limited twice, so the run proves limits hold while slot holders are killed:
+at most CONCURRENCY_LIMIT executions per input group run at once (workflow-level
+concurrency), and its slowest fetch runs in a pool of POOL_SLOTS across all executions."""
 
 from __future__ import annotations
 
@@ -19,10 +23,25 @@ RETRY_POLICY = {
 }
 WORK = {"prepare": 0.2, "fetch_a": 0.5, "fetch_b": 1.0, "fetch_c": 0.3}
 WORK_AFTER_MERGE = {"score": 0.4, "report": 0.6}
+#: Executions fall into GROUPS concurrency keys (input.group), each let in LIMIT at a time.
+GROUPS = 4
+CONCURRENCY_LIMIT = 3
+#: fetch_b holds a slot of this pool while it runs: fewer slots than executions running.
+POOL = "chaos-fetch"
+POOL_SLOTS = 4
+POOL_NODES = ("fetch_b",)
+
+
+def group_of(n: int) -> str:
+    return f"g{n % GROUPS}"
+
+
+def execution_input(n: int) -> dict[str, Any]:
+    return {"n": n, "group": group_of(n)}
 
 
 def _work(node_id: str, seconds: float, depends_on: list[str]) -> dict[str, Any]:
-    return {
+    node = {
         "id": node_id,
         "type": "function",
         "function": "chaos.work",
@@ -30,6 +49,7 @@ def _work(node_id: str, seconds: float, depends_on: list[str]) -> dict[str, Any]
         "input": {"n": "{{ input.n }}", "seconds": seconds},
         "heartbeat_timeout_seconds": HEARTBEAT_SECONDS,
     }
+    return {**node, "pool": POOL} if node_id in POOL_NODES else node
 
 
 def definition(url: str) -> dict[str, Any]:
@@ -71,7 +91,12 @@ def definition(url: str) -> dict[str, Any]:
             "heartbeat_timeout_seconds": HEARTBEAT_SECONDS,
         },
     ]
-    return {"nodes": nodes, "retry_policy": RETRY_POLICY, "output": "{{ nodes.done.output }}"}
+    return {
+        "nodes": nodes,
+        "retry_policy": RETRY_POLICY,
+        "output": "{{ nodes.done.output }}",
+        "concurrency": {"key": "{{ input.group }}", "limit": CONCURRENCY_LIMIT},
+    }
 
 
 def expected_output(n: int) -> dict[str, Any]:
