@@ -22,7 +22,7 @@ from executions.engine.verify import verify
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.projections import differences
 from monitoring import seed
-from tests.chaos.limits import Interval, out_of_order, over_limit
+from tests.chaos.limits import Interval, max_overlap, out_of_order, over_limit
 from tests.chaos.workload import (
     CONCURRENCY_LIMIT,
     HEARTBEAT_SECONDS,
@@ -64,7 +64,8 @@ def check_all(
         "never more attempts running in the pool than its slots": _pool(),
         "/metrics totals equal a recount of the tables": seed.drift(apps.get_model),
     }
-    return {k: v for k, v in problems.items()}, _figures(run_log, http_requests)
+    figures = {**_figures(run_log, http_requests), "limit_peaks": _peaks(inputs)}
+    return {k: v for k, v in problems.items()}, figures
 
 
 def _outcomes(inputs: Mapping[str, int]) -> list[str]:
@@ -187,7 +188,7 @@ _ENDINGS = ("workflow_completed", "workflow_failed", "workflow_cancelled")
 
 def _execution_spans(inputs: Mapping[str, int]) -> dict[str, dict[str, list]]:
     """Per concurrency key: each execution's (created_at, id, workflow_started, ending)."""
-    created = dict(Execution.objects.values_list("id", "created_at"))
+    created = {str(pk): at for pk, at in Execution.objects.values_list("id", "created_at")}
     marks: dict[str, dict[str, datetime]] = {}
     rows = Event.objects.filter(type__in=["workflow_started", *_ENDINGS], node_id__isnull=True)
     for execution_id, kind, at in rows.values_list("execution_id", "type", "timestamp"):
@@ -224,16 +225,30 @@ def _fifo(inputs: Mapping[str, int]) -> list[str]:
     return out_of_order(queues)
 
 
+def _peaks(inputs: Mapping[str, int]) -> dict[str, int]:
+    """The most executions of each key, and attempts in the pool, seen at once: at their
+    limits, the run really made work wait."""
+    peaks = {
+        f"key {key} (limit {CONCURRENCY_LIMIT})": max_overlap((s, e) for _, _, s, e in rows if s)[0]
+        for key, rows in sorted(_execution_spans(inputs).items())
+    }
+    peaks[f"pool {POOL} ({POOL_SLOTS} slots)"] = max_overlap(_pool_intervals())[0]
+    return peaks
+
+
+def _pool_intervals() -> list[Interval]:
+    rows = Event.objects.filter(node_id__in=POOL_NODES, type__in=["task_started", *RESULT_TYPES])
+    marks: dict[tuple[str, str, int], dict[str, datetime]] = {}
+    fields = ("execution_id", "node_id", "attempt", "type", "timestamp")
+    for e, n, a, kind, at in rows.values_list(*fields):
+        marks.setdefault((str(e), n, a), {})["start" if kind == "task_started" else "end"] = at
+    return [(m["start"], m.get("end")) for m in marks.values() if "start" in m]
+
+
 def _pool() -> list[str]:
     """Each attempt of a pool node holds a slot from task_started to its one result (a
     killed holder's result is the sweeper's timeout, after its lease lapsed)."""
-    rows = Event.objects.filter(node_id__in=POOL_NODES, type__in=["task_started", *RESULT_TYPES])
-    marks: dict[tuple[str, str, int], dict[str, datetime]] = {}
-    for e, n, a, kind, at in rows.values_list(
-        "execution_id", "node_id", "attempt", "type", "timestamp"
-    ):
-        marks.setdefault((str(e), n, a), {})["start" if kind == "task_started" else "end"] = at
-    intervals: list[Interval] = [(m["start"], m.get("end")) for m in marks.values() if "start" in m]
+    intervals = _pool_intervals()
     found = over_limit({POOL: intervals}, POOL_SLOTS, "pool")
     if len(intervals) <= POOL_SLOTS:
         found.append(f"only {len(intervals)} pool attempts: the run proved nothing")

@@ -217,6 +217,7 @@ def print_summary(report: dict) -> None:
         ("node bodies run", figures.get("body_runs")),
         ("HTTP requests", figures.get("http_requests")),
         ("events", figures.get("events")),
+        ("peaks at once (limits)", figures.get("limit_peaks")),
     ]
     for label, value in rows:
         print(f"  {label:<28} {value}")
