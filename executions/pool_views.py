@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.detail import Detail
 from config.fields import MAX_INT32, StrictCharField, StrictIntegerField
 from config.openapi import CONFLICT
 from executions.services.pools import PoolNameTaken, pool_create, pool_update, pools_in_use
@@ -80,16 +83,13 @@ class PoolListCreate(generics.ListAPIView):
         return Response(PoolSerializer(_pool(pool.name)).data, status=status.HTTP_201_CREATED)
 
 
-class PoolDetail(generics.GenericAPIView):
+@extend_schema_view(patch=extend_schema(request=PoolUpdateSerializer, responses=PoolSerializer))
+class PoolDetail(Detail):
     serializer_class = PoolSerializer
+    update_serializer_class = PoolUpdateSerializer
 
-    def get(self, request: Request, name: str) -> Response:
-        return Response(PoolSerializer(_pool(name)).data)
+    def find(self, key: str) -> Pool:
+        return _pool(key)
 
-    @extend_schema(request=PoolUpdateSerializer, responses=PoolSerializer)
-    def patch(self, request: Request, name: str) -> Response:
-        pool = _pool(name)
-        body = PoolUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        pool_update(pool=pool, **body.validated_data)
-        return Response(PoolSerializer(_pool(name)).data)
+    def change(self, request: Request, resource: Pool, changes: dict[str, Any]) -> None:
+        pool_update(pool=resource, **changes)

@@ -4,13 +4,16 @@ version), which config.errors turns into 400s."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.detail import Detail
 from executions.selectors import workflow_named
 from schedules import selectors
 from schedules.models import Schedule
@@ -60,21 +63,18 @@ class ScheduleListCreate(generics.ListAPIView):
 @extend_schema(
     parameters=[OpenApiParameter("schedule_id", OpenApiTypes.UUID, OpenApiParameter.PATH)]
 )
-class ScheduleDetail(generics.GenericAPIView):
+@extend_schema_view(
+    patch=extend_schema(request=ScheduleUpdateSerializer, responses=ScheduleSerializer)
+)
+class ScheduleDetail(Detail):
     serializer_class = ScheduleSerializer
+    update_serializer_class = ScheduleUpdateSerializer
 
-    def get(self, request: Request, schedule_id: str) -> Response:
-        return Response(ScheduleSerializer(_schedule(schedule_id)).data)
+    def find(self, key: str) -> Schedule:
+        return _schedule(key)
 
-    @extend_schema(request=ScheduleUpdateSerializer, responses=ScheduleSerializer)
-    def patch(self, request: Request, schedule_id: str) -> Response:
-        schedule = _schedule(schedule_id)
-        body = ScheduleUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        schedule_update(
-            schedule=schedule, changes=dict(body.validated_data), by=request.user.get_username()
-        )
-        return Response(ScheduleSerializer(_schedule(schedule_id)).data)
+    def change(self, request: Request, resource: Schedule, changes: dict[str, Any]) -> None:
+        schedule_update(schedule=resource, changes=changes, by=request.user.get_username())
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, schedule_id: str) -> Response:

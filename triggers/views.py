@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.detail import Detail
 from config.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key
 from executions.selectors import workflow_named
 from triggers.models import Trigger
@@ -59,19 +62,18 @@ def _trigger(name: str) -> Trigger:
     return trigger
 
 
-class TriggerDetail(generics.GenericAPIView):
+@extend_schema_view(
+    patch=extend_schema(request=TriggerUpdateSerializer, responses=TriggerSerializer)
+)
+class TriggerDetail(Detail):
     serializer_class = TriggerSerializer
+    update_serializer_class = TriggerUpdateSerializer
 
-    def get(self, request: Request, name: str) -> Response:
-        return Response(TriggerSerializer(_trigger(name)).data)
+    def find(self, key: str) -> Trigger:
+        return _trigger(key)
 
-    @extend_schema(request=TriggerUpdateSerializer, responses=TriggerSerializer)
-    def patch(self, request: Request, name: str) -> Response:
-        trigger = _trigger(name)
-        body = TriggerUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        trigger_update(trigger=trigger, changes=dict(body.validated_data))
-        return Response(TriggerSerializer(_trigger(name)).data)
+    def change(self, request: Request, resource: Trigger, changes: dict[str, Any]) -> None:
+        trigger_update(trigger=resource, changes=changes)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, name: str) -> Response:
