@@ -21,6 +21,8 @@ from executions.console.timeline import seconds_text
 from executions.console.views import console_view
 from executions.engine.events import Source
 from executions.models import Attempt, Event, Execution, Task, Timer
+from executions.services.pools import pool_update, pools_in_use
+from workflows.models import Pool
 
 
 class ReadOnlyAdminMixin:
@@ -188,3 +190,46 @@ class AttemptAdmin(ReadOnlyLargeTableAdmin):
 class TimerAdmin(ReadOnlyLargeTableAdmin):
     list_display = ["execution_id", "node_id", "attempt", "kind", "due_at", "fired_at"]
     list_filter = ["kind"]
+
+
+@admin.register(Pool)
+class PoolAdmin(admin.ModelAdmin):
+    """Pools with the slots in use now (running attempts naming them) and those free.
+
+    Here, not in workflows/admin.py: a change goes through the pools service, as PATCH
+    /pools/{name} does, so more slots release the attempts waiting for them at once."""
+
+    list_display = ["name", "slots", "used", "free", "waiting", "description", "created_by"]
+    search_fields = ["name", "description"]
+    fields = ["name", "slots", "description", "created_at", "created_by"]
+    readonly_fields = ["created_at", "created_by"]
+
+    def get_queryset(self, request):
+        return pools_in_use()
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # Definitions name pools: one removed would fail every execution that reaches them.
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        # The name is what definitions refer to: fixed once created.
+        return [*self.readonly_fields, "name"] if obj is not None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            obj.created_by = request.user.get_username()
+            obj.save()
+            return
+        pool_update(pool=obj, slots=obj.slots, description=obj.description)
+
+    @admin.display(ordering="running", description="used")
+    def used(self, obj: Pool) -> int:
+        return getattr(obj, "running", 0)
+
+    @admin.display(description="free")
+    def free(self, obj: Pool) -> int:
+        return max(obj.slots - getattr(obj, "running", 0), 0)
+
+    @admin.display(ordering="waiting", description="waiting")
+    def waiting(self, obj: Pool) -> int:
+        return getattr(obj, "waiting", 0)

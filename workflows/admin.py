@@ -4,10 +4,10 @@ validated definition, so they are created through the API (workflows.services) o
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Max, QuerySet
 from django.http import HttpRequest
 
-from workflows.models import Pool, WorkflowDefinition, WorkflowVersion
+from workflows.models import WorkflowDefinition, WorkflowVersion
 
 # One tuple for fields and readonly_fields both (the stubs type `fields` as field groups,
 # which readonly_fields may not hold).
@@ -68,45 +68,3 @@ class WorkflowVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
-
-
-@admin.register(Pool)
-class PoolAdmin(admin.ModelAdmin):
-    """Pools with the slots in use now (running attempts naming them) and those free."""
-
-    list_display = ["name", "slots", "used", "free", "waiting", "description", "created_by"]
-    search_fields = ["name", "description"]
-    fields = ["name", "slots", "description", "created_at", "created_by"]
-    readonly_fields = ["created_at", "created_by"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Pool]:
-        # By the attempts' status values (executions.models.AttemptStatus): this app
-        # sits below executions and does not import it.
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                used=Count("attempts", filter=Q(attempts__status="running")),
-                waiting=Count("attempts", filter=Q(attempts__status="scheduled")),
-            )
-        )
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        # Definitions name pools: one removed would fail every execution that reaches them.
-        return False
-
-    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
-        # The name is what definitions refer to: fixed once created.
-        return [*self.readonly_fields, "name"] if obj is not None else self.readonly_fields
-
-    @admin.display(ordering="used", description="used")
-    def used(self, obj: Pool) -> int:
-        return getattr(obj, "used", 0)
-
-    @admin.display(description="free")
-    def free(self, obj: Pool) -> int:
-        return max(obj.slots - getattr(obj, "used", 0), 0)
-
-    @admin.display(ordering="waiting", description="waiting")
-    def waiting(self, obj: Pool) -> int:
-        return getattr(obj, "waiting", 0)

@@ -72,4 +72,4 @@ class Pool(models.Model):
         ordering = ["name"]
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.slots} slots)"
+        return f"{self.name} ({self.slots} slot{'' if self.slots == 1 else 's'})"

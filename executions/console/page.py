@@ -27,6 +27,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Attempt, Event, Execution, Task
 from executions.services.why import why_execution
 from workflows.dsl import Definition
+from workflows.kinds import get_kind
 
 #: Attempts of one node the page and the timeline show (the latest ones).
 ATTEMPTS_SHOWN = 25
@@ -210,7 +211,14 @@ def timeline_of(execution: Execution, views: list[NodeView], *, width: int = 960
         for node, attempt, kind, at in events.values_list("node_id", "attempt", "type", "timestamp")
     )
     end = execution.ended_at if execution.status in EXECUTION_TERMINAL else None
-    return timeline(marks, now=end or timezone.now(), width=width, rows=[v.node_id for v in views])
+    on_worker = {v.node_id for v in views if getattr(get_kind(v.type), "runs_on_worker", False)}
+    return timeline(
+        marks,
+        now=end or timezone.now(),
+        width=width,
+        rows=[v.node_id for v in views],
+        queued=on_worker,
+    )
 
 
 def event_page(

@@ -3,7 +3,9 @@ attempt. Pure: takes the timeline's events as plain tuples, returns bars in pixe
 
 Phases, all read from events (a node's first event of each kind per attempt counts):
 
-- ``queued``: task_scheduled until task_started (a worker claimed it);
+- ``queued``: task_scheduled until task_started (a worker claimed it); a worker's
+  attempt never claimed (in the broker, held for a pool slot) is queued until its result
+  or ``now``;
 - ``run``: task_started until the attempt's result, coloured by it (``succeeded``,
   ``failed``, ``timed_out``, ``cancelled``); no result yet: open until ``now``;
 - ``wait``: scheduled and never started (approvals, signals, sub-workflows) until the
@@ -15,7 +17,7 @@ Phases, all read from events (a node's first event of each kind per attempt coun
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -113,8 +115,9 @@ class Timeline:
     end: datetime | None
 
 
-def spans(marks: Iterable[Mark]) -> list[Span]:
-    """The phases of every attempt, in the order their nodes first appear."""
+def spans(marks: Iterable[Mark], queued: Collection[str] = ()) -> list[Span]:
+    """The phases of every attempt, in the order their nodes first appear. `queued`: the
+    nodes a worker runs, whose attempt waits for a worker (not an answer) until started."""
     first: dict[tuple[str, int, str], datetime] = {}
     order: dict[str, None] = {}
     for mark in marks:
@@ -130,11 +133,13 @@ def spans(marks: Iterable[Mark]) -> list[Span]:
     found: list[Span] = []
     for node in order:
         for attempt in sorted(attempts[node]):
-            found.extend(_phases(node, attempt, first))
+            found.extend(_phases(node, attempt, first, node in queued))
     return found
 
 
-def _phases(node: str, attempt: int, first: dict[tuple[str, int, str], datetime]) -> list[Span]:
+def _phases(
+    node: str, attempt: int, first: dict[tuple[str, int, str], datetime], queued: bool
+) -> list[Span]:
     def at(kind: str, number: int = attempt) -> datetime | None:
         return first.get((node, number, kind))
 
@@ -151,7 +156,8 @@ def _phases(node: str, attempt: int, first: dict[tuple[str, int, str], datetime]
             found.append(Span(node, attempt, "queued", outcome, scheduled, started))
         found.append(Span(node, attempt, "run", outcome, started, ended))
     elif scheduled is not None:
-        found.append(Span(node, attempt, "wait", outcome, scheduled, ended))
+        phase = "queued" if queued else "wait"
+        found.append(Span(node, attempt, phase, outcome, scheduled, ended))
     retry = at("task_retry_scheduled")
     if retry is not None:
         fired = at("timer_fired", attempt + 1)
@@ -160,11 +166,17 @@ def _phases(node: str, attempt: int, first: dict[tuple[str, int, str], datetime]
 
 
 def timeline(
-    marks: Iterable[Mark], *, now: datetime, width: int = 900, rows: Sequence[str] = ()
+    marks: Iterable[Mark],
+    *,
+    now: datetime,
+    width: int = 900,
+    rows: Sequence[str] = (),
+    queued: Collection[str] = (),
 ) -> Timeline:
     """Bars placed on a shared time axis from the first event to the last end (or `now`
-    for what is still open). `rows` fixes the row order (others follow, as first seen)."""
-    found = spans(marks)
+    for what is still open). `rows` fixes the row order (others follow, as first seen);
+    `queued` as in spans()."""
+    found = spans(marks, queued)
     names = list(dict.fromkeys([*rows, *(s.node_id for s in found)]))
     present = {s.node_id for s in found}
     names = [n for n in names if n in present]

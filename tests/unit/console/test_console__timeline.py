@@ -76,6 +76,22 @@ def test_timers_waits_and_open_attempts() -> None:
     ]
 
 
+def test_a_worker_attempt_not_claimed_yet_is_queued_not_waiting() -> None:
+    """A function node held for a pool slot (or in the broker) waits for a worker, not
+    for an answer: queued, open, beside an approval that waits."""
+    log = marks(
+        ("train", 1, "task_scheduled", 0),
+        ("sign", 1, "task_scheduled", 0),
+        ("cancelled", 1, "task_scheduled", 0),
+        ("cancelled", 1, "task_cancelled", 4),  # ended before a worker claimed it
+    )
+    assert phases(spans(log, queued={"train", "cancelled"})) == [
+        ("train", 1, "queued", "open", 0, None),
+        ("sign", 1, "wait", "open", 0, None),
+        ("cancelled", 1, "queued", "cancelled", 0, 4),
+    ]
+
+
 def test_duplicates_keep_the_first_time_whatever_the_order() -> None:
     log = marks(
         ("f", 1, "task_started", 4),
