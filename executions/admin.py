@@ -21,6 +21,7 @@ from executions.console.timeline import seconds_text
 from executions.console.views import console_view
 from executions.engine.events import Source
 from executions.models import Attempt, Event, Execution, Task, Timer
+from executions.pool_views import SLOTS_HELP
 from executions.services.pools import pool_update, pools_in_use
 from workflows.models import Pool
 
@@ -214,6 +215,10 @@ class PoolAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # The name is what definitions refer to: fixed once created.
         return [*self.readonly_fields, "name"] if obj is not None else self.readonly_fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        help = f"{SLOTS_HELP} More release waiting attempts at once; fewer, as running ones end."
+        return super().get_form(request, obj, change, help_texts={"slots": help}, **kwargs)
 
     def save_model(self, request, obj, form, change) -> None:
         if not change:

@@ -114,6 +114,7 @@ def test_a_full_pool_in_its_list_on_its_page_and_in_the_console(
     page = chrome.find_element(By.ID, "content").text
     assert f"{gpu} (1 slot)" in page
     assert "the one GPU box" in page
+    assert "More release waiting attempts at once" in page  # what a change does
     slots = chrome.find_element(By.NAME, "slots")
     assert slots.get_attribute("value") == "1"
     chrome.save_screenshot(str(screenshots / "admin-pool-change.png"))
