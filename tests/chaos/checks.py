@@ -186,7 +186,11 @@ def _leftovers() -> list[str]:
 _ENDINGS = ("workflow_completed", "workflow_failed", "workflow_cancelled")
 
 
-def _execution_spans(inputs: Mapping[str, int]) -> dict[str, dict[str, list]]:
+#: One execution of a key: (created_at, id, workflow_started, its ending) from the log.
+Span = tuple[datetime | None, str, datetime | None, datetime | None]
+
+
+def _execution_spans(inputs: Mapping[str, int]) -> dict[str, list[Span]]:
     """Per concurrency key: each execution's (created_at, id, workflow_started, ending)."""
     created = {str(pk): at for pk, at in Execution.objects.values_list("id", "created_at")}
     marks: dict[str, dict[str, datetime]] = {}
@@ -195,7 +199,7 @@ def _execution_spans(inputs: Mapping[str, int]) -> dict[str, dict[str, list]]:
         marks.setdefault(str(execution_id), {})[
             "start" if kind == "workflow_started" else "end"
         ] = at
-    spans: dict[str, list] = {}
+    spans: dict[str, list[Span]] = {}
     for execution_id, n in inputs.items():
         mark = marks.get(execution_id, {})
         key = group_of(n)

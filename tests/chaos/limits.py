@@ -4,8 +4,9 @@ one key were let in. Pure: intervals and orders in, problems out."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 Interval = tuple[datetime, datetime | None]
 
@@ -32,7 +33,7 @@ def max_overlap(intervals: Iterable[Interval]) -> tuple[int, datetime | None]:
     return peak, at
 
 
-def over_limit(groups: Mapping[Hashable, Iterable[Interval]], limit: int, what: str) -> list[str]:
+def over_limit(groups: Mapping[str, Iterable[Interval]], limit: int, what: str) -> list[str]:
     """One problem per group whose intervals ever overlapped more than `limit` deep."""
     problems = []
     for group, intervals in groups.items():
@@ -42,7 +43,7 @@ def over_limit(groups: Mapping[Hashable, Iterable[Interval]], limit: int, what: 
     return problems
 
 
-def out_of_order(queues: Mapping[Hashable, Sequence[tuple[object, object]]]) -> list[str]:
+def out_of_order(queues: Mapping[str, Sequence[tuple[Any, datetime]]]) -> list[str]:
     """Per group, (created order key, admitted order key) pairs listed in creation order:
     one problem per group whose members were admitted in another order (FIFO broken)."""
     problems = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.chaos.limits import max_overlap, out_of_order, over_limit
+from tests.chaos.limits import Interval, max_overlap, out_of_order, over_limit
 
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -28,7 +28,10 @@ def test_an_open_interval_holds_its_slot_to_the_end() -> None:
 
 
 def test_over_limit_names_the_group_and_the_peak() -> None:
-    groups = {"g0": [(at(0), at(2)), (at(1), at(3))], "g1": [(at(0), at(1)), (at(1), at(2))]}
+    groups: dict[str, list[Interval]] = {
+        "g0": [(at(0), at(2)), (at(1), at(3))],
+        "g1": [(at(0), at(1)), (at(1), at(2))],
+    }
     assert over_limit(groups, 1, "key") == [f"key 'g0': 2 at once at {at(1)} (limit 1)"]
     assert over_limit(groups, 2, "key") == []
 
