@@ -65,8 +65,9 @@ def apply_effects(
     held = _schedule_attempts(execution, events, now, outbox, hold)
     for event in events:
         _apply_effect(execution, event, now, outbox, held)
-        if event.type in _ENDINGS and execution.concurrency_key and not execution.held:
-            # Its concurrency key has room: the oldest held execution may start.
+        if event.type in _ENDINGS and execution.concurrency_key:
+            # Its concurrency key has room, or (a held one cancelled) its queue moved: the
+            # next held execution, whose version may set a larger limit, may start.
             key = (execution.workflow_id, execution.concurrency_key)
             outbox.add(partial(messages.publish_admit, *key))
     return held

@@ -75,6 +75,9 @@ class Execution(models.Model):
     #: What begin() records when a held execution is admitted: a replay's reused results
     #: and fault settings ({"reuse": [...], "faults": {...}}); None once admitted.
     held_start = models.JSONField(null=True, blank=True, editable=False)
+    #: When it joined its key's queue (at a held start, or when its start_at came):
+    #: the queue is first-in first-out by this, not by creation.
+    held_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -94,9 +97,9 @@ class Execution(models.Model):
                 name="execution_concurrency_idx",
             ),
             models.Index(
-                fields=["workflow", "concurrency_key", "created_at", "id"],
+                fields=["workflow", "concurrency_key", "held_at", "id"],
                 condition=Q(held=True, status="pending"),
-                name="execution_held_idx",
+                name="execution_held_queue_idx",
             ),
         ]
         constraints = [

@@ -22,6 +22,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Execution
+from executions.services import admission
 from executions.services.control import NotAllowed, execution_cancel
 from executions.services.start import execution_start
 from schedules.cron import CLOCK_SKEW, CronError, cron_fields, fires_between, tick_for, zone
@@ -168,7 +169,9 @@ def schedule_run(*, schedule_id: str, now: datetime | None = None) -> Execution 
     if found is None:
         return None
     now = now or timezone.now()
-    with transaction.atomic():
+    # Several fires may start in this transaction: they admit after its commit
+    # (services/admission.py).
+    with admission.deferred(), transaction.atomic():
         schedule = Schedule.objects.select_for_update().filter(pk=found.pk).first()
         if schedule is None or not schedule.enabled:
             return None

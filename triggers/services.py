@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from executions.services import admission
 from executions.services.start import execution_start
 from triggers.models import Event, EventRun, Trigger
 from workflows.dsl.bounded import close_step, open_step
@@ -110,7 +111,9 @@ def event_publish(
         found = Event.objects.filter(idempotency_key=idempotency_key).first()
         if found is not None:
             return found
-    with transaction.atomic():
+    # Each trigger's start admits after the commit: locking several concurrency keys in
+    # the order the triggers come could deadlock two events (services/admission.py).
+    with admission.deferred(), transaction.atomic():
         event = Event.objects.create(
             key=key, data=data, idempotency_key=idempotency_key, created_by=by
         )

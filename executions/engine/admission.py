@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Held:
-    """One execution waiting for its key, in the queue's order (created first, first)."""
+    """One execution waiting for its key, in the queue's order (held first, first)."""
 
     #: The execution's id.
     execution_id: str

@@ -5,8 +5,14 @@ Counted in the database, so every worker, beat and API process agrees: admission
 (workflow, key) runs under the lock of its ConcurrencyKey row, counts the key's running
 executions (running, paused or cancelling: admitted and not ended), and starts the oldest
 held ones as far as engine/admission.py decides. A held execution's start admits at once
-where there is room; every ending of an admitted one sends `admit` after its commit
-(effects.py); the sweeper runs admission for held keys as the backstop for a lost message.
+where there is room; every ending (a held one's too: the next may fit where it did not)
+sends `admit` after its commit (effects.py); the sweeper runs admission for held keys as
+the backstop for a lost message. The queue's order is the time each joined it (held_at):
+a start_at execution joins when its time comes, behind those that waited before it.
+
+A start inside a transaction that may start others (an event's triggers, a schedule's
+fires: `deferred()`) admits after its commit instead: taking several keys' locks in one
+transaction, in an order the data decides, could deadlock two such transactions.
 
 Lock order: the key's row first, then the Execution rows of the held executions it
 admits. Nothing takes a key lock while holding the lock of an execution another
@@ -17,11 +23,17 @@ the key before its execution), so admission never waits on a lock held by a wait
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from executions import store
 from executions.definitions import definition_for
@@ -41,15 +53,38 @@ QUEUE_READ = 100
 #: The limit of a held execution whose version sets none (broken or edited by hand).
 NO_LIMIT = 2**31 - 1
 
+_deferred: ContextVar[bool] = ContextVar("admission_deferred", default=False)
+
 
 def concurrency_of(version_id: int) -> ConcurrencySpec | None:
     return definition_for(version_id).concurrency
 
 
 def hold(execution: Execution) -> None:
-    """Mark an execution created earlier (start_at) as waiting for its key."""
-    execution.held = True
-    execution.save(update_fields=["held"])
+    """Mark an execution created earlier (start_at) as waiting for its key: it joins the
+    queue's end now."""
+    execution.held, execution.held_at = True, timezone.now()
+    execution.save(update_fields=["held", "held_at"])
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Held starts inside this block take no key lock: each admits after the commit."""
+    token = _deferred.set(True)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+
+
+def admit_at_start(workflow_id: int, key: str) -> bool:
+    """A held start's admission: now, under the key's lock (True), or after the commit
+    inside `deferred()` (False; the sweeper is the backstop should that admission fail)."""
+    if not _deferred.get():
+        admit(workflow_id=workflow_id, key=key)
+        return True
+    transaction.on_commit(partial(admit, workflow_id=workflow_id, key=key), robust=True)
+    return False
 
 
 def held_start(reuse: list[Decision] | None, faults: Any) -> dict[str, Any] | None:
@@ -79,13 +114,13 @@ def running_count(workflow_id: int, key: str) -> int:
 
 
 def queue(workflow_id: int, key: str, *, read: int = QUEUE_READ) -> list[Held]:
-    """The key's held executions, oldest first (the first `read`), each with its
+    """The key's held executions, first held first (the first `read`), each with its
     version's limit."""
     rows = (
         Execution.objects.filter(
             workflow_id=workflow_id, concurrency_key=key, held=True, status=ExecutionStatus.PENDING
         )
-        .order_by("created_at", "id")
+        .order_by("held_at", "id")
         .values_list("pk", "version_id")[:read]
     )
     return [Held(str(pk), _limit(version_id)) for pk, version_id in rows]
@@ -93,9 +128,7 @@ def queue(workflow_id: int, key: str, *, read: int = QUEUE_READ) -> list[Held]:
 
 def ahead_of(execution: Execution) -> int:
     """How many held executions of its key wait ahead of this one."""
-    earlier = Q(created_at__lt=execution.created_at) | Q(
-        created_at=execution.created_at, pk__lt=execution.pk
-    )
+    earlier = Q(held_at__lt=execution.held_at) | Q(held_at=execution.held_at, pk__lt=execution.pk)
     return (
         Execution.objects.filter(
             workflow_id=execution.workflow_id,
@@ -122,10 +155,42 @@ def _limit(version_id: int) -> int:
     return spec.limit if spec is not None else NO_LIMIT
 
 
-def admission_due(workflow_id: int, key: str) -> bool:
-    """Whether admission would start something, read without the lock (the sweeper's
-    cheap look before it takes it)."""
-    return bool(to_admit(running_count(workflow_id, key), queue(workflow_id, key, read=1)))
+def held_keys(
+    *, after: tuple[int, str] | None, count: int, exclude: Sequence[str] = ()
+) -> list[tuple[int, str, bool]]:
+    """Up to `count` keys with held executions, in (workflow id, key) order after `after`,
+    each with whether admission would start something now (read without the lock: the
+    sweeper's cheap look before it takes it). One query, whatever the count."""
+    held = Execution.objects.filter(held=True, status=ExecutionStatus.PENDING)
+    same_key = {
+        "workflow_id": OuterRef("workflow_id"),
+        "concurrency_key": OuterRef("concurrency_key"),
+    }
+    head = held.filter(**same_key).order_by("held_at", "id").values("version_id")[:1]
+    running = (
+        Execution.objects.filter(**same_key, status__in=RUNNING)
+        .order_by()
+        .values("workflow_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    rows = held.exclude(pk__in=exclude)
+    if after is not None:
+        workflow_id, key = after
+        rows = rows.filter(
+            Q(workflow_id__gt=workflow_id) | Q(workflow_id=workflow_id, concurrency_key__gt=key)
+        )
+    page = (
+        rows.order_by("workflow_id", "concurrency_key")
+        .values("workflow_id", "concurrency_key")
+        .annotate(held=Count("pk"))  # one row per key
+        .annotate(head=Subquery(head), running=Coalesce(Subquery(running), 0))
+        .values_list("workflow_id", "concurrency_key", "head", "running")[:count]
+    )
+    return [
+        (workflow_id, key, bool(to_admit(running, [Held("", _limit(head))])))
+        for workflow_id, key, head, running in page
+    ]
 
 
 def lock_key(workflow_id: int, key: str) -> None:

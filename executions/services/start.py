@@ -105,13 +105,14 @@ def execution_start(
                 # Held from the start (a start_at one once its time comes: timers.py).
                 row["held"] = later is None
                 row["held_start"] = admission.held_start(reuse, faults) if later is None else None
+                row["held_at"] = timezone.now() if later is None else None
             execution = Execution.objects.create(**row)
             create_tasks(execution, definition)
             if later is not None:
                 _start_later(execution, later)
             elif execution.held:
-                admission.admit(workflow_id=execution.workflow_id, key=execution.concurrency_key)
-                execution.refresh_from_db()
+                if admission.admit_at_start(execution.workflow_id, execution.concurrency_key):
+                    execution.refresh_from_db()
             else:
                 begin(execution, reuse or [], faults=faults)
     except TRANSIENT:

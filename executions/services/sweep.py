@@ -212,16 +212,22 @@ def _advance_undecided(report: SweepReport, now: datetime, skip: list[str]) -> N
 
 def _admit_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
     """Keys with held executions and room: the backstop for a lost `admit` message (an
-    ending's, or a held start_at's). Each key in its own boundary; a held execution whose
-    start fails is failed inside admission, the key going on with the next."""
-    held = (
-        Execution.objects.filter(held=True, status=ExecutionStatus.PENDING)
-        .exclude(pk__in=skip)
-        .order_by()  # no ordering columns in the DISTINCT
-        .values_list("workflow_id", "concurrency_key")
-        .distinct()
-    )
-    for workflow_id, key in held[:BATCH]:
+    ending's, or a held start_at's). One query reads a page of keys with their queue's
+    head and running count; only keys with room cost more, each in its own boundary (a
+    held execution whose start fails is failed inside admission, the key going on with
+    the next). Pages go round the keys in (workflow, key) order, a cursor carrying on where
+    the last tick stopped: however many keys wait, each gets its look within a few ticks."""
+    global _admission_cursor
+    page = admission.held_keys(after=_admission_cursor, count=BATCH, exclude=skip)
+    # Round again from the start once a page comes back short.
+    _admission_cursor = page[-1][:2] if len(page) == BATCH else None
+    for workflow_id, key, due in page:
+        if not due:
+            continue
         with boundary("sweeper: admission", lambda: None, source=Source.SWEEPER):
-            if admission.admission_due(workflow_id, key):
-                report.admitted += admission.admit(workflow_id=workflow_id, key=key)
+            report.admitted += admission.admit(workflow_id=workflow_id, key=key)
+
+
+#: The last (workflow id, key) the admission phase read in this process (None: from the
+#: start). Per process: a sweeper in another process goes round on its own.
+_admission_cursor: tuple[int, str] | None = None

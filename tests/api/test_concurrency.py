@@ -11,8 +11,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from executions import messages
 from executions.models import Attempt, Event, Execution, Timer, TimerKind
 from executions.services import admission, sweep
 from executions.services.timers import timer_fire
@@ -368,3 +371,69 @@ def test_an_empty_idempotency_key_is_400_as_the_schema_says(api) -> None:
     event = api.post("/events", {"key": "k", "data": None}, format="json", HTTP_IDEMPOTENCY_KEY="")
     assert event.status_code == 400, event.content
     assert not Execution.objects.exists()
+
+
+def test_a_start_at_execution_queues_behind_those_held_before_its_time_came(api) -> None:
+    workflow = create(api, {**LIMITED, "concurrency": {"key": "{{ input.customer }}", "limit": 1}})
+    running = started(api, workflow)
+    later = started(api, workflow, start_at=(timezone.now() + timedelta(hours=1)).isoformat())
+    waiting = started(api, workflow)  # created after `later`, held before its time comes
+    timer = Timer.objects.get(execution_id=later["id"], kind=TimerKind.START)
+    Timer.objects.filter(pk=timer.pk).update(due_at=timezone.now())
+    assert timer_fire(timer_id=timer.pk)
+
+    def ahead(execution: dict[str, Any]) -> int:
+        (reason,) = api.get(f"/executions/{execution['id']}/why").json()[0]["reasons"]
+        return reason["ahead"]
+
+    assert (ahead(waiting), ahead(later)) == (0, 1)
+    finish(api, running)
+    assert (status(waiting), status(later)) == ("running", "pending")
+    finish(api, waiting)
+    assert status(later) == "running"
+
+
+def test_the_sweeper_goes_round_every_waiting_key_one_query_a_page(api, monkeypatch) -> None:
+    """Keys that are full (and so not due) never keep a key with room from its turn, and a
+    page of them costs one query, not two per key."""
+    monkeypatch.setattr(sweep, "BATCH", 2)
+    monkeypatch.setattr(sweep, "_admission_cursor", None, raising=False)
+    one = {**LIMITED, "concurrency": {"key": "{{ input.customer }}", "limit": 1}}
+    full = create(api, one)
+    for customer in "abcde":
+        started(api, full, customer), started(api, full, customer)
+    lost = create(api, one)  # its key sorts after all of the full ones
+    first, held = started(api, lost, "z"), started(api, lost, "z")
+    for node in ("gate", "after"):
+        api.post(f"/executions/{first['id']}/tasks/{node}/approve", {}, format="json")
+    assert (status(first), status(held)) == ("succeeded", "pending")  # its admit was lost
+
+    with CaptureQueriesContext(connection) as queries:
+        sweep._admit_held(sweep.SweepReport(), timezone.now(), [])
+    assert len(queries) == 1, [q["sql"] for q in queries]
+    assert status(held) == "pending"  # not in the first page
+    ticks = [sweep.sweep().admitted for _ in range(2)]
+    assert ticks == [0, 1]
+    assert status(held) == "running"
+
+
+def test_cancelling_a_held_head_sends_admit_for_the_next_that_fits(
+    api, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    sent: list[tuple[int, str]] = []
+    monkeypatch.setattr(messages, "publish_admit", lambda *key: sent.append(key))
+    workflow = create(api, {**LIMITED, "concurrency": {"key": "{{ input.customer }}", "limit": 1}})
+    started(api, workflow)
+    head = started(api, workflow)
+    larger = {**LIMITED, "concurrency": {"key": "{{ input.customer }}", "limit": 3}}
+    response = api.post(f"/workflows/{workflow}/versions", {"definition": larger}, format="json")
+    assert response.status_code == 201, response.content
+    behind = started(api, workflow)  # room under its own limit, but behind the head
+    assert status(behind) == "pending"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(f"/executions/{head['id']}/cancel").status_code == 202
+    workflow_id = Execution.objects.get(pk=head["id"]).workflow_id
+    assert sent == [(workflow_id, "acme")]
+    admission.admit(workflow_id=workflow_id, key="acme")  # what that message does
+    assert status(behind) == "running"
