@@ -32,7 +32,6 @@ from uuid import UUID
 
 from django.db import connection, transaction
 from django.db.models import Count, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from executions import store
@@ -184,11 +183,12 @@ def held_keys(
         rows.order_by("workflow_id", "concurrency_key")
         .values("workflow_id", "concurrency_key")
         .annotate(held=Count("pk"))  # one row per key
-        .annotate(head=Subquery(head), running=Coalesce(Subquery(running), 0))
+        # No Coalesce over `running`: a function would join the GROUP BY, run per row.
+        .annotate(head=Subquery(head), running=Subquery(running))
         .values_list("workflow_id", "concurrency_key", "head", "running")[:count]
     )
     return [
-        (workflow_id, key, bool(to_admit(running, [Held("", _limit(head))])))
+        (workflow_id, key, bool(to_admit(running or 0, [Held("", _limit(head))])))
         for workflow_id, key, head, running in page
     ]
 
