@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from functools import partial
-from typing import cast
+from typing import Any, cast
 
 from django.utils import timezone
 
@@ -21,8 +21,12 @@ from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType
 from executions.engine.faults import DUPLICATE_DELIVERY
 from executions.engine.nodes import WORKER_TYPES
+from executions.engine.readers import SCHEDULED_INPUT
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
+from nodes.secrets import secret_names, template_of
+from workflows.dsl import Node
+from workflows.kinds import get_kind
 
 _ENDINGS = frozenset(
     {EventType.WORKFLOW_COMPLETED, EventType.WORKFLOW_FAILED, EventType.WORKFLOW_CANCELLED}
@@ -94,6 +98,7 @@ def _schedule_attempts(
     definition = definition_for(execution.version_id)
     # Fault injection: an attempt hit by duplicate_delivery is published at once, twice
     # (past the cap and its pool's dispatch: the claim gate still holds the slots).
+    faulted = {(d.node_id, d.attempt) for d in events if d.type == EventType.FAULT_INJECTED}
     twice = {
         (d.node_id, d.attempt)
         for d in events
@@ -103,7 +108,8 @@ def _schedule_attempts(
     for d in scheduled:
         # A scheduled task always names its node and attempt.
         node_id, attempt = cast(str, d.node_id), cast(int, d.attempt)
-        pool = definition.node_for(node_id).pool
+        node = definition.node_for(node_id)
+        pool = node.pool
         duplicated = (node_id, attempt) in twice
         if duplicated:
             published = True
@@ -121,6 +127,7 @@ def _schedule_attempts(
                 scheduled_at=now,
                 published_at=now if published else None,
                 pool_id=pool,
+                payload=None if (node_id, attempt) in faulted else claim_payload(node, d),
             )
         )
         if published:
@@ -140,6 +147,17 @@ def _schedule_attempts(
 
         outbox.add(publish)
     return held
+
+
+def claim_payload(node: Node, scheduled: Decision) -> dict[str, Any] | None:
+    """What a worker's claim needs when it cannot read the execution's state (its lock
+    taken: executions/inbox.py), or None where only the state will do: a pool's gate,
+    a child workflow's start, and a template with secrets (rendered from the state) are
+    claimed under the lock, as are attempts with faults injected (left out by the caller)."""
+    kind = get_kind(node.type)
+    if node.pool or kind is None or kind.starts_child or secret_names(template_of(node)):
+        return None
+    return {"input": SCHEDULED_INPUT(scheduled.data, scheduled.payload)}
 
 
 def _apply_effect(

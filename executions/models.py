@@ -268,6 +268,17 @@ class Attempt(models.Model):
     #: timeout_seconds from the claim: past it the attempt is timed out whatever its lease.
     deadline_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    #: What a worker needs to run it without reading the execution's state, {"input": ...},
+    #: written when it is scheduled; NULL: it is claimed under the execution's lock only
+    #: (a pool's gate, injected faults, a template with secrets, a child workflow).
+    payload = models.JSONField(null=True, blank=True)
+    #: The result event's data, while the result waits in this row for the log
+    #: (`unlogged`); cleared when it is appended.
+    result = models.JSONField(null=True, blank=True)
+    #: A claim or a result was written here by a worker that found the execution's lock
+    #: taken: the next unit of work under that lock appends it to the log (the inbox,
+    #: executions/inbox.py). False once the log has what the row says.
+    unlogged = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
@@ -290,6 +301,11 @@ class Attempt(models.Model):
                 fields=["execution", "published_at"],
                 condition=Q(status="scheduled"),
                 name="attempt_waiting_idx",
+            ),
+            # The inbox: facts waiting for the log, read at every unit of work and by the
+            # sweeper's backstop; empty but for moments.
+            models.Index(
+                fields=["execution"], condition=Q(unlogged=True), name="attempt_unlogged_idx"
             ),
         ]
 

@@ -14,16 +14,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import cast
 from uuid import UUID
 
 from django.db import connection, transaction
+from django.db.models import OuterRef
 from django.utils import timezone
 from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
 
 from config import logs
-from executions import messages
+from executions import inbox, messages
 from executions.effects import Held, Hold, apply_effects
 from executions.engine.capacity import crowded
 from executions.engine.chain import Linked, event_hash
@@ -43,16 +45,41 @@ SNAPSHOT_EVERY = 50
 
 def lock_execution(execution_id: UUID | str) -> Execution:
     """The execution row, locked until the transaction ends. Call inside atomic()."""
+    execution = _lock(execution_id, skip_locked=False, recheck=True)
+    assert execution is not None
+    return execution
+
+
+def try_lock_execution(execution_id: UUID | str, *, recheck: bool = True) -> Execution | None:
+    """lock_execution, or None at once if another transaction holds the lock: a worker
+    then leaves its fact in the inbox (executions/inbox.py) for that holder to log."""
+    return _lock(execution_id, skip_locked=inbox.enabled(), recheck=recheck)
+
+
+def _lock(execution_id: UUID | str, *, skip_locked: bool, recheck: bool) -> Execution | None:
+    """`recheck`: once the lock is let go, drain what workers left in the inbox while it
+    was held (they found it taken and went on: the holder looks for them)."""
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
     logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
     queryset = Execution.objects.all()
     if str(execution_id) in _STATES:
         # The snapshot column is O(nodes) JSON; load_state will not need it.
         queryset = queryset.defer("snapshot")
+    if inbox.enabled():
+        # Whether the drain has anything to read, in the same round trip. Read from the
+        # statement's snapshot: a fact written while this waited for the lock is missed
+        # here, and logged by the look after commit (the worker saw the lock taken).
+        queryset = queryset.annotate(inbox_waiting=inbox.waiting_for(OuterRef("pk")))
     if connection.features.has_select_for_update:
-        queryset = queryset.select_for_update()
+        queryset = queryset.select_for_update(skip_locked=skip_locked)
     # On SQLite the IMMEDIATE transaction already holds the database's write lock.
-    return queryset.get(pk=execution_id)
+    if skip_locked:
+        execution = queryset.filter(pk=execution_id).first()
+    else:
+        execution = queryset.get(pk=execution_id)
+    if execution is not None and recheck and inbox.enabled():
+        transaction.on_commit(partial(inbox.after_commit, str(execution_id)))
+    return execution
 
 
 def to_engine(row: Event) -> EngineEvent:
@@ -234,7 +261,11 @@ class UnitOfWork:
     """
 
     def __init__(
-        self, execution: Execution, state: ExecutionState, *, now: datetime | None = None
+        self,
+        execution: Execution,
+        state: ExecutionState,
+        *,
+        now: datetime | None = None,
     ) -> None:
         self.execution, self.state = execution, state
         self.now = now or timezone.now()
@@ -250,26 +281,38 @@ class UnitOfWork:
         self.claimed_published = False
         #: The metrics' deltas, staged with the events at commit (monitoring/tally.py).
         self.tally = Tally(state)
+        # Facts workers left while others held the lock come first: every decision of
+        # this unit is taken on them, and a cancel sees the results that came before it.
+        inbox.drain(self)
 
-    def append(self, decisions: Sequence[Decision], *, source: Source) -> None:
-        """Fold `decisions` into the state as events from `source`, and stage their rows."""
+    def append(
+        self, decisions: Sequence[Decision], *, source: Source, at: datetime | None = None
+    ) -> None:
+        """Fold `decisions` into the state as events from `source`, and stage their rows.
+        `at`: when they happened, if before the unit began (a fact from the inbox)."""
         execution = self.execution
+        moment = at or self.now
         self.tally.note(decisions, self.state)
         for decision in decisions:
             seq = execution.last_seq + 1
-            apply_event(self.state, decision.as_event(seq, self.now))
+            apply_event(self.state, decision.as_event(seq, moment))
             fields = {
                 "seq": seq,
                 "type": decision.type,
                 "node_id": decision.node_id,
                 "attempt": decision.attempt,
                 "data": decision.data,
-                "timestamp": self.now,
+                "timestamp": moment,
             }
             digest = event_hash(execution.last_hash, **fields)
             self._rows.append(Event(execution=execution, source=source, hash=digest, **fields))
             execution.last_seq, execution.last_hash = seq, digest
         self._appended.extend(decisions)
+
+    @property
+    def pending(self) -> bool:
+        """Whether the unit has anything to write: events appended, or some to decide on."""
+        return bool(self._appended) or self.execution.decided_seq < self.execution.last_seq
 
     def apply_effects(self, *, eager: bool = False) -> None:
         """Create the rows what was appended so far calls for, before the commit: a worker

@@ -9,12 +9,12 @@ worker drops what it has. The result event's unique constraint is the last backs
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from executions import store
@@ -26,8 +26,8 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.faults import faults_for
 from executions.engine.payloads import to_json
 from executions.engine.statuses import ExecutionStatus
-from executions.models import Attempt, AttemptStatus
-from executions.services.advance import record_and_decide
+from executions.models import Attempt, AttemptStatus, Execution
+from executions.services.advance import decide_into, record_and_decide
 from executions.services.capacity import in_flight_cap, pool_admits, pool_of
 from executions.services.recorded import recordable
 from nodes.context import Claimed
@@ -40,32 +40,97 @@ def lease_seconds_for(node: Node) -> float:
 
 
 def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
+    # Only a scheduled attempt can be claimed: a duplicate or republished message for
+    # a claimed one is dropped here, without queueing on the execution's lock.
+    row = (
+        Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED)
+        .values(*_CLAIM_COLUMNS)
+        .first()
+    )
+    if row is None:
+        return None
+    # An attempt with its payload needs nothing of the state: with the lock taken, its
+    # claim goes into the inbox rather than waiting (executions/inbox.py).
+    lock = store.lock_execution if row["payload"] is None else store.try_lock_execution
     with transaction.atomic():
-        # Only a scheduled attempt can be claimed: a duplicate or republished message for
-        # a claimed one is dropped here, without queueing on the execution's lock.
-        row = (
-            Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED)
-            .values("execution_id", "node_id", "attempt", "pool_id", "published_at")
-            .first()
-        )
-        if row is None:
-            return None
-        execution = store.lock_execution(row["execution_id"])
-        if execution.status == ExecutionStatus.PAUSED:
-            return None  # held, still scheduled: execution_resume publishes it again
-        caught_up = execution.decided_seq == execution.last_seq
-        work = store.UnitOfWork(execution, store.load_state(execution))
-        # Only past its cap can an execution have attempts held for want of room.
-        crowded_before = crowded(work.state, in_flight_cap())
-        claimed = _claim_into(
-            work, attempt_id, row["node_id"], row["attempt"], worker_id, pool_of(row["pool_id"])
-        )
+        execution = lock(row["execution_id"])
+        if execution is not None:
+            return _claim_locked(execution, attempt_id, row, worker_id)
+    return _claim_unlocked(attempt_id, row, worker_id)
+
+
+_CLAIM_COLUMNS = (
+    "execution_id",
+    "node_id",
+    "attempt",
+    "pool_id",
+    "published_at",
+    "payload",
+    "execution__status",
+    "execution__version_id",
+)
+
+
+def _claim_locked(
+    execution: Execution, attempt_id: int, row: dict[str, Any], worker_id: str
+) -> Claimed | None:
+    """The claim under the execution's lock: task_started goes straight into the log."""
+    if execution.status == ExecutionStatus.PAUSED:
+        return None  # held, still scheduled: execution_resume publishes it again
+    work = store.UnitOfWork(execution, store.load_state(execution))
+    caught_up = execution.decided_seq == execution.last_seq
+    if work.pending:
+        # Results other workers left in the inbox: decided upon before this claim.
+        decide_into(work)
+        caught_up = True
+    # Only past its cap can an execution have attempts held for want of room.
+    crowded_before = crowded(work.state, in_flight_cap())
+    claimed = _claim_into(
+        work, attempt_id, row["node_id"], row["attempt"], worker_id, pool_of(row["pool_id"])
+    )
+    if claimed is not None or work.pending:
         if claimed is not None:
             # One of the execution's messages left the broker: room for a held attempt.
             published = row["published_at"] is not None and not row["pool_id"]
-            work.claimed_published = published and crowded_before
-            work.commit(decided=caught_up)  # task_started asks for no decision
-        return claimed
+            work.claimed_published = work.claimed_published or (published and crowded_before)
+        work.commit(decided=caught_up)  # task_started asks for no decision
+    return claimed
+
+
+def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Claimed | None:
+    """scheduled -> running with one conditional UPDATE, the claim left in the row for
+    the lock's holder to log (its task_started is stamped with claimed_at)."""
+    if row["execution__status"] == ExecutionStatus.PAUSED:
+        return None  # held, still scheduled: execution_resume publishes it again
+    node = definition_for(row["execution__version_id"]).node_for(row["node_id"])
+    now = timezone.now()
+    if not _take(attempt_id, node, worker_id, now, unlogged=True):
+        return None
+    return Claimed(
+        attempt_id=attempt_id,
+        execution_id=str(row["execution_id"]),
+        node=node,
+        attempt=row["attempt"],
+        input=row["payload"]["input"],
+        lease_seconds=lease_seconds_for(node),
+    )
+
+
+def _take(attempt_id: int, node: Node, worker_id: str, now: datetime, *, unlogged: bool) -> bool:
+    """The claim's one conditional UPDATE: the hand-off, whoever holds the lock."""
+    lease = lease_seconds_for(node)
+    deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None
+    return bool(
+        Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
+            status=AttemptStatus.RUNNING,
+            worker_id=worker_id,
+            claimed_at=now,
+            lease_expires_at=now + timedelta(seconds=lease),
+            deadline_at=deadline,
+            payload=None,  # needed no more: the table stays slim
+            unlogged=unlogged,
+        )
+    )
 
 
 def _claim_into(
@@ -89,15 +154,7 @@ def _claim_into(
     execution, state, now = work.execution, work.state, work.now
     node = definition_for(execution.version_id).node_for(node_id)
     lease = lease_seconds_for(node)
-    deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None
-    claimed = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
-        status=AttemptStatus.RUNNING,
-        worker_id=worker_id,
-        claimed_at=now,
-        lease_expires_at=now + timedelta(seconds=lease),
-        deadline_at=deadline,
-    )
-    if not claimed:
+    if not _take(attempt_id, node, worker_id, now, unlogged=False):
         return None
     started = Decision(EventType.TASK_STARTED, node.id, attempt, {"worker": worker_id})
     work.append([started], source=Source.WORKER)
@@ -264,31 +321,52 @@ def _finish(
     recorded_type, data = recordable(event_type, data)
     if recorded_type != event_type:
         status, event_type = AttemptStatus.FAILED, recorded_type
+    columns = ("execution_id", "pool_id", "node_id", "attempt")
+    row = Attempt.objects.filter(pk=attempt_id).values(*columns).first()
+    if row is None:
+        return False, None
+    result = Decision(event_type, row["node_id"], row["attempt"], data)
+    mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING)
+    if worker_id is not None:
+        mine = mine.filter(worker_id=worker_id)
+    if only_if is not None:
+        mine = mine.filter(only_if)
+    # A worker's own result never waits for the lock: taken, it goes into the inbox
+    # (executions/inbox.py). A verdict on someone else's attempt (a timeout) is taken
+    # under the lock, after the inbox: a result that came first wins.
+    lock = store.try_lock_execution if worker_id is not None else store.lock_execution
     try:
         with transaction.atomic():
-            row = Attempt.objects.filter(pk=attempt_id).first()
-            if row is None:
-                return False, None
-            execution = store.lock_execution(row.execution_id)
-            mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING)
-            if worker_id is not None:
-                mine = mine.filter(worker_id=worker_id)
-            if only_if is not None:
-                mine = mine.filter(only_if)
-            if not mine.update(status=status, finished_at=timezone.now()):
-                return False, None
-            result = Decision(event_type, row.node_id, row.attempt, data)
-            work = record_and_decide(execution, [result], source=source)
-            if row.pool_id:
-                work.held.pools.add(row.pool_id)  # its slot is free: dispatch after commit
-            nxt = None
-            if claim_next_for is not None and not work.state.paused:
-                # The next attempt is claimed in the same unit: one INSERT of the events,
-                # one UPDATE of the execution and of each task, for both steps.
-                work.apply_effects(eager=True)  # the attempts just scheduled get their rows
-                nxt = _claim_next(work, claim_next_for)
-            work.commit(decided=True)
-            return True, nxt
+            execution = lock(row["execution_id"])
+            if execution is not None:
+                return _finish_locked(execution, mine, row, status, result, source, claim_next_for)
     except IntegrityError:
         # The constraint saw a second result for this attempt: someone recorded it first.
         return False, None
+    written = mine.update(status=status, finished_at=timezone.now(), result=data, unlogged=True)
+    return bool(written), None
+
+
+def _finish_locked(
+    execution: Execution,
+    mine: QuerySet[Attempt],
+    row: dict[str, Any],
+    status: AttemptStatus,
+    result: Decision,
+    source: Source,
+    claim_next_for: str | None,
+) -> tuple[bool, Claimed | None]:
+    """The result under the execution's lock: logged and decided upon in one unit."""
+    if not mine.update(status=status, finished_at=timezone.now()):
+        return False, None
+    work = record_and_decide(execution, [result], source=source)
+    if row["pool_id"]:
+        work.held.pools.add(row["pool_id"])  # its slot is free: dispatch after commit
+    nxt = None
+    if claim_next_for is not None and not work.state.paused:
+        # The next attempt is claimed in the same unit: one INSERT of the events,
+        # one UPDATE of the execution and of each task, for both steps.
+        work.apply_effects(eager=True)  # the attempts just scheduled get their rows
+        nxt = _claim_next(work, claim_next_for)
+    work.commit(decided=True)
+    return True, nxt

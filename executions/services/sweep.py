@@ -27,7 +27,7 @@ from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services import admission
-from executions.services.advance import execution_advance
+from executions.services.advance import advance_pending, execution_advance
 from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
 from executions.services.capacity import pool_dispatch, top_up
 from executions.services.children import children_pending_notice, parent_notify
@@ -63,6 +63,7 @@ def sweep() -> SweepReport:
         _republish_lost,
         _release_held,
         _notify_parents,
+        _drain_inboxes,
         _advance_undecided,
         _admit_held,
     )
@@ -196,6 +197,16 @@ def _notify_parents(report: SweepReport, now: datetime, skip: list[str]) -> None
     for child_id, parent_id in children_pending_notice(exclude_parents=skip):
         with _item("child notice", parent_id):
             report.notified += parent_notify(child_id=child_id)
+
+
+def _drain_inboxes(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    """Facts workers left in the inbox (executions/inbox.py) that no holder of the lock
+    logged: its look after commit failed, or its process died before it. Ones a holder
+    is about to log are skipped at once (the lock is taken: it will)."""
+    waiting = Attempt.objects.filter(unlogged=True).exclude(execution_id__in=skip)
+    for execution_id in waiting.values_list("execution_id", flat=True).distinct()[:BATCH]:
+        with _item("inbox", execution_id):
+            report.advanced += advance_pending(execution_id)
 
 
 def _advance_undecided(report: SweepReport, now: datetime, skip: list[str]) -> None:
