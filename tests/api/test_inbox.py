@@ -1,0 +1,191 @@
+"""Coalesced orchestration (executions/inbox.py): a worker that finds its execution's lock
+taken writes its claim or result into the attempt's row and goes on; the lock's holder
+logs it after its commit, the sweeper if the holder could not. On PostgreSQL (SKIP LOCKED),
+with real connections: a lock held by another thread is a real row lock."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import pytest
+from django.db import connection, connections, transaction
+
+from executions import store
+from executions.engine.events import Decision, EventType, Source
+from executions.integrity import check
+from executions.models import Attempt, AttemptStatus, Event, Execution
+from executions.services import sweep as sweeper
+from executions.services.advance import record_and_advance
+from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
+from tests.factories import start, timeline
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+T = TypeVar("T")
+
+CHAIN = {
+    "nodes": [
+        {"id": "a", "type": "function", "function": "std.echo", "input": {"n": 1}},
+        {"id": "b", "type": "function", "function": "std.echo", "depends_on": ["a"]},
+    ]
+}
+
+
+@pytest.fixture(autouse=True)
+def _postgres_only() -> None:
+    if not connection.features.has_select_for_update_skip_locked:
+        pytest.skip("the inbox needs SKIP LOCKED (PostgreSQL); SQLite serialises writers")
+
+
+@contextmanager
+def held(execution: Execution, *, recheck: bool) -> Iterator[None]:
+    """The execution's lock, held by another thread (its own connection) until the block
+    ends. recheck: the holder is a unit of work's (it looks at the inbox after its
+    commit); False: a bare row lock, like a holder that died before looking."""
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                if recheck:
+                    store.lock_execution(execution.pk)
+                else:
+                    Execution.objects.select_for_update().get(pk=execution.pk)
+                taken.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert taken.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(30)
+
+
+def in_time(call: Callable[[], T], seconds: float = 2.0) -> T:
+    """The call's result; it must not have waited for the lock."""
+    began = time.monotonic()
+    result = call()
+    assert time.monotonic() - began < seconds, "the worker waited for the execution's lock"
+    return result
+
+
+def verified(execution: Execution) -> None:
+    execution.refresh_from_db()
+    events, linked = store.verifiable_log(execution.pk)
+    assert check(execution, linked, events) == []
+
+
+def attempt_of(execution: Execution, node: str) -> Attempt:
+    return Attempt.objects.get(execution=execution, node_id=node)
+
+
+def test_claim_and_result_with_the_lock_taken_go_into_the_row_then_the_holder_logs_them():
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    assert a.payload == {"input": {"n": 1}}
+    with held(execution, recheck=True):
+        claimed = in_time(lambda: attempt_claim(attempt_id=a.pk, worker_id="w"))
+        assert claimed is not None
+        assert claimed.input == {"n": 1}
+        assert in_time(lambda: attempt_complete(attempt_id=a.pk, worker_id="w", output=7))
+        a.refresh_from_db()
+        assert (a.status, a.unlogged, a.result) == ("succeeded", True, {"output": 7})
+        assert a.payload is None  # the table stays slim once claimed
+        # Nothing in the log yet: the holder has it.
+        assert [t for _, t, node, _ in timeline(execution) if node == "a"] == ["task_scheduled"]
+    # The holder let go and looked: both facts logged, in order, b scheduled.
+    a.refresh_from_db()
+    assert (a.unlogged, a.result) == (False, None)
+    kinds = [(t, node) for _, t, node, _ in timeline(execution)]
+    assert kinds[-3:] == [("task_started", "a"), ("task_completed", "a"), ("task_scheduled", "b")]
+    started = Event.objects.get(execution=execution, type="task_started", node_id="a")
+    assert started.timestamp == a.claimed_at  # when it was claimed, not when logged
+    assert started.source == Source.WORKER
+    assert attempt_of(execution, "b").status == AttemptStatus.SCHEDULED
+    verified(execution)
+
+
+def test_a_holder_that_never_looks_leaves_it_to_the_sweeper():
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    with held(execution, recheck=False):
+        assert in_time(lambda: attempt_claim(attempt_id=a.pk, worker_id="w")) is not None
+        assert in_time(lambda: attempt_fail(attempt_id=a.pk, worker_id="w", error=_error()))
+    assert Attempt.objects.filter(execution=execution, unlogged=True).count() == 1
+    # verify_logs meanwhile: a row ahead of its log is in the inbox, not a disagreement.
+    verified(execution)
+    report = sweeper.SweepReport()
+    sweeper._drain_inboxes(report, None, [])  # type: ignore[arg-type]
+    assert report.advanced == 1
+    assert not Attempt.objects.filter(execution=execution, unlogged=True).exists()
+    failed = Event.objects.get(execution=execution, type="task_failed", node_id="a")
+    assert failed.data["error"]["message"] == "boom"
+    execution.refresh_from_db()
+    assert execution.status == "failed"
+    verified(execution)
+
+
+def test_a_result_that_waited_while_its_node_was_cancelled_is_dropped():
+    """The cancel's unit read an empty inbox; the worker's result came while it held the
+    lock: the log says cancelled, so the result is dropped and the row agrees."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+
+    def worker() -> None:
+        try:
+            assert attempt_complete(attempt_id=a.pk, worker_id="w", output=1)
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        locked = store.lock_execution(execution.pk)
+        state = store.load_state(locked)
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(10)
+        assert Attempt.objects.get(pk=a.pk).unlogged  # written while the lock was held
+        request = Decision(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": "test"})
+        record_and_advance(locked, [request], source=Source.API, state=state)
+    a.refresh_from_db()
+    assert (a.status, a.unlogged) == (AttemptStatus.CANCELLED, False)
+    assert not Event.objects.filter(execution=execution, type="task_completed").exists()
+    execution.refresh_from_db()
+    assert execution.status == "cancelled"
+    verified(execution)
+
+
+def test_a_duplicate_result_after_the_inbox_write_is_refused():
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    with held(execution, recheck=False):
+        assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+        assert attempt_complete(attempt_id=a.pk, worker_id="w", output=1)
+        assert not attempt_complete(attempt_id=a.pk, worker_id="w", output=2)
+        assert not attempt_fail(attempt_id=a.pk, worker_id="w", error=_error())
+    assert sweeper.advance_pending(execution.pk) == 1
+    completed = Event.objects.filter(execution=execution, type="task_completed", node_id="a")
+    assert [e.data["output"] for e in completed] == [1]
+    verified(execution)
+
+
+def test_a_claim_with_the_lock_free_logs_task_started_at_once():
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    a.refresh_from_db()
+    assert (a.status, a.unlogged) == ("running", False)
+    assert timeline(execution)[-1][1:3] == ("task_started", "a")
+
+
+def _error() -> dict[str, object]:
+    return {"type": "Boom", "message": "boom", "retryable": False}
