@@ -15,9 +15,10 @@ worker waits for it as before.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 from django.db.models import Exists, OuterRef
@@ -32,24 +33,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_COLUMNS = (
-    "pk",
-    "node_id",
-    "attempt",
-    "status",
-    "worker_id",
-    "claimed_at",
-    "finished_at",
-    "result",
-)
-
 
 def enabled() -> bool:
     return bool(connection.features.has_select_for_update_skip_locked)
 
 
-def waiting(execution_id: str) -> bool:
-    return Attempt.objects.filter(execution_id=execution_id, unlogged=True).exists()
+def waiting(execution_id: str, *, claims: bool = False) -> bool:
+    """Whether the inbox holds a fact that asks for a decision: a result. A claim alone
+    (`claims`: counted too) waits for the next unit, its result's as a rule, or the
+    sweeper's next tick."""
+    found = Attempt.objects.filter(execution_id=execution_id, unlogged=True)
+    if not claims:
+        found = found.filter(finished_at__isnull=False)
+    return found.exists()
 
 
 def waiting_for(execution: OuterRef) -> Exists:
@@ -63,10 +59,8 @@ def drain(work: UnitOfWork) -> None:
     # A new execution has no attempts yet; a locked one says whether its inbox has any.
     if not enabled() or execution.last_seq == 0 or not getattr(execution, "inbox_waiting", True):
         return
-    found = Attempt.objects.filter(execution=work.execution, unlogged=True)
-    columns = found.values_list(*_COLUMNS, "published_at", "pool_id")
     rows, extra = [], {}
-    for *values, published_at, pool_id in columns:
+    for *values, published_at, pool_id in _take(str(execution.pk)):
         rows.append(inbox.Row(*values))
         extra[values[0]] = (published_at, pool_id)
     if not rows:
@@ -88,21 +82,35 @@ def drain(work: UnitOfWork) -> None:
                 work.claimed_published = work.claimed_published or crowded_before
         elif inbox.dropped_status(state, fact) == AttemptStatus.CANCELLED:
             cancelled.append(fact.row.pk)
-    _mark_logged(rows, cancelled)
-
-
-def _mark_logged(rows: list[inbox.Row], cancelled: list[int]) -> None:
-    """Clear the rows' flag, each only in the status it was read in: a worker's result
-    written since (the row's status moved on) stays in the inbox for the next unit."""
-    by_status: dict[str, list[int]] = {}
-    for row in rows:
-        by_status.setdefault(row.status, []).append(row.pk)
-    for status, pks in by_status.items():
-        Attempt.objects.filter(pk__in=pks, status=status, unlogged=True).update(
-            unlogged=False, result=None
-        )
     if cancelled:
         Attempt.objects.filter(pk__in=cancelled).update(status=AttemptStatus.CANCELLED)
+
+
+#: Reads and clears the inbox in one statement. Each row is locked as it is read, so a
+#: worker's result written meanwhile waits for this unit's commit, then lands on a row
+#: still running and puts it back in the inbox: nothing written is ever cleared unread.
+_TAKE = """
+UPDATE executions_attempt AS a SET unlogged = false, result = NULL
+FROM (
+    SELECT id, result FROM executions_attempt
+    WHERE execution_id = %s AND unlogged FOR UPDATE
+) AS old
+WHERE a.id = old.id
+RETURNING a.id, a.node_id, a.attempt, a.status, a.worker_id, a.claimed_at, a.finished_at,
+    old.result, a.published_at, a.pool_id
+"""
+
+
+def _take(execution_id: str) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE, [execution_id])
+        found = cursor.fetchall()
+    # jsonb comes back as text through Django's cursor (its JSONField parses it).
+    return [(*row[:7], _json(row[7]), *row[8:]) for row in found]
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def _cap() -> int:

@@ -29,12 +29,12 @@ def execution_advance(*, execution_id: UUID | str) -> int:
         return decided
 
 
-def advance_pending(execution_id: UUID | str) -> int:
-    """Log and decide upon the inbox's facts (executions/inbox.py) while there are any and
-    the lock is free. Taken: its holder looks at the inbox after its commit. Returns the
-    number of units that ran."""
+def advance_pending(execution_id: UUID | str, *, claims: bool = False) -> int:
+    """Log and decide upon the inbox's results (executions/inbox.py; `claims`: its claims
+    too) while there are any and the lock is free. Taken: its holder looks at the inbox
+    after its commit. Returns the number of units that ran."""
     units = 0
-    while inbox.waiting(str(execution_id)):
+    while inbox.waiting(str(execution_id), claims=claims):
         with transaction.atomic():
             # This loop is the look after the commit: the lock does not schedule another.
             execution = store.try_lock_execution(execution_id, recheck=False)

@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from executions import store
+from executions import inbox, store
 from executions.definitions import definition_for
 from executions.engine.capacity import crowded
 from executions.engine.context import template_context
@@ -49,14 +49,12 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
     )
     if row is None:
         return None
-    # An attempt with its payload needs nothing of the state: with the lock taken, its
-    # claim goes into the inbox rather than waiting (executions/inbox.py).
-    lock = store.lock_execution if row["payload"] is None else store.try_lock_execution
+    if row["payload"] is not None and inbox.enabled():
+        # It needs nothing of the state: claimed with one UPDATE, no lock, and its
+        # task_started logged by the next unit of work, mostly its own result's.
+        return _claim_unlocked(attempt_id, row, worker_id)
     with transaction.atomic():
-        execution = lock(row["execution_id"])
-        if execution is not None:
-            return _claim_locked(execution, attempt_id, row, worker_id)
-    return _claim_unlocked(attempt_id, row, worker_id)
+        return _claim_locked(store.lock_execution(row["execution_id"]), attempt_id, row, worker_id)
 
 
 _CLAIM_COLUMNS = (
@@ -98,8 +96,9 @@ def _claim_locked(
 
 
 def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Claimed | None:
-    """scheduled -> running with one conditional UPDATE, the claim left in the row for
-    the lock's holder to log (its task_started is stamped with claimed_at)."""
+    """scheduled -> running with one conditional UPDATE, the claim left in the row (the
+    inbox) for the next unit of work to log, stamped with claimed_at: the result's, or
+    the sweeper's within a tick for an attempt that runs on (executions/inbox.py)."""
     if row["execution__status"] == ExecutionStatus.PAUSED:
         return None  # held, still scheduled: execution_resume publishes it again
     node = definition_for(row["execution__version_id"]).node_for(row["node_id"])

@@ -200,13 +200,14 @@ def _notify_parents(report: SweepReport, now: datetime, skip: list[str]) -> None
 
 
 def _drain_inboxes(report: SweepReport, now: datetime, skip: list[str]) -> None:
-    """Facts workers left in the inbox (executions/inbox.py) that no holder of the lock
-    logged: its look after commit failed, or its process died before it. Ones a holder
-    is about to log are skipped at once (the lock is taken: it will)."""
+    """Facts workers left in the inbox (executions/inbox.py) that no unit logged: claims
+    of attempts still running (logged within a tick, so they show as running), results
+    whose holder's look after commit failed or died with its process. An execution whose
+    lock is taken is skipped at once: its holder drains the inbox."""
     waiting = Attempt.objects.filter(unlogged=True).exclude(execution_id__in=skip)
     for execution_id in waiting.values_list("execution_id", flat=True).distinct()[:BATCH]:
         with _item("inbox", execution_id):
-            report.advanced += advance_pending(execution_id)
+            report.advanced += advance_pending(execution_id, claims=True)
 
 
 def _advance_undecided(report: SweepReport, now: datetime, skip: list[str]) -> None:

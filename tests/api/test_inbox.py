@@ -13,13 +13,14 @@ from typing import TypeVar
 
 import pytest
 from django.db import connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 
 from executions import store
 from executions.engine.events import Decision, EventType, Source
 from executions.integrity import check
-from executions.models import Attempt, AttemptStatus, Event, Execution
+from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.services import sweep as sweeper
-from executions.services.advance import record_and_advance
+from executions.services.advance import decide_into
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
 from tests.factories import start, timeline
 
@@ -140,6 +141,7 @@ def test_a_result_that_waited_while_its_node_was_cancelled_is_dropped():
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
     assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    assert sweeper.advance_pending(execution.pk, claims=True) == 1  # the claim: logged
 
     def worker() -> None:
         try:
@@ -149,13 +151,15 @@ def test_a_result_that_waited_while_its_node_was_cancelled_is_dropped():
 
     with transaction.atomic():
         locked = store.lock_execution(execution.pk)
-        state = store.load_state(locked)
+        work = store.UnitOfWork(locked, store.load_state(locked))  # an empty inbox
         thread = threading.Thread(target=worker)
         thread.start()
         thread.join(10)
-        assert Attempt.objects.get(pk=a.pk).unlogged  # written while the lock was held
+        assert Attempt.objects.get(pk=a.pk).result == {"output": 1}  # while the lock was held
         request = Decision(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": "test"})
-        record_and_advance(locked, [request], source=Source.API, state=state)
+        work.append([request], source=Source.API)
+        decide_into(work)
+        work.commit(decided=True)
     a.refresh_from_db()
     assert (a.status, a.unlogged) == (AttemptStatus.CANCELLED, False)
     assert not Event.objects.filter(execution=execution, type="task_completed").exists()
@@ -178,13 +182,35 @@ def test_a_duplicate_result_after_the_inbox_write_is_refused():
     verified(execution)
 
 
-def test_a_claim_with_the_lock_free_logs_task_started_at_once():
+def test_a_claim_is_logged_by_its_result_s_unit_or_within_a_sweeper_tick():
+    """One UPDATE claims: no lock, no unit of work of its own. Its task_started, stamped
+    with the claim's time, goes in with the result (one unit per node), or, for an
+    attempt that runs on, at the sweeper's next tick."""
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
-    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    with CaptureQueriesContext(connection) as claim:
+        assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    assert len(claim.captured_queries) == 2  # the SELECT, the conditional UPDATE
     a.refresh_from_db()
-    assert (a.status, a.unlogged) == ("running", False)
-    assert timeline(execution)[-1][1:3] == ("task_started", "a")
+    assert (a.status, a.unlogged) == ("running", True)
+    assert timeline(execution)[-1][1:3] == ("task_scheduled", "a")
+    # Still running at the next tick: logged then, so it shows as running.
+    sweeper._drain_inboxes(sweeper.SweepReport(), None, [])  # type: ignore[arg-type]
+    started = Event.objects.get(execution=execution, type="task_started", node_id="a")
+    assert started.timestamp == a.claimed_at
+    assert Task.objects.get(execution=execution, node_id="a").status == "running"
+    # The other path: claimed and finished, both facts go in with the result's unit.
+    assert attempt_complete(attempt_id=a.pk, worker_id="w", output=1)
+    b = attempt_of(execution, "b")
+    assert attempt_claim(attempt_id=b.pk, worker_id="w") is not None
+    assert attempt_complete(attempt_id=b.pk, worker_id="w", output=2)
+    kinds = [(t, node) for _, t, node, _ in timeline(execution)]
+    assert kinds[-3:] == [
+        ("task_started", "b"),
+        ("task_completed", "b"),
+        ("workflow_completed", None),
+    ]
+    verified(execution)
 
 
 def _error() -> dict[str, object]:
