@@ -45,20 +45,18 @@ SNAPSHOT_EVERY = 50
 
 def lock_execution(execution_id: UUID | str) -> Execution:
     """The execution row, locked until the transaction ends. Call inside atomic()."""
-    execution = _lock(execution_id, skip_locked=False, recheck=True)
+    execution = _lock(execution_id, skip_locked=False)
     assert execution is not None
     return execution
 
 
-def try_lock_execution(execution_id: UUID | str, *, recheck: bool = True) -> Execution | None:
+def try_lock_execution(execution_id: UUID | str) -> Execution | None:
     """lock_execution, or None at once if another transaction holds the lock: a worker
     then leaves its fact in the inbox (executions/inbox.py) for that holder to log."""
-    return _lock(execution_id, skip_locked=inbox.enabled(), recheck=recheck)
+    return _lock(execution_id, skip_locked=inbox.enabled())
 
 
-def _lock(execution_id: UUID | str, *, skip_locked: bool, recheck: bool) -> Execution | None:
-    """`recheck`: once the lock is let go, drain what workers left in the inbox while it
-    was held (they found it taken and went on: the holder looks for them)."""
+def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Execution | None:
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
     logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
     queryset = Execution.objects.all()
@@ -74,12 +72,8 @@ def _lock(execution_id: UUID | str, *, skip_locked: bool, recheck: bool) -> Exec
         queryset = queryset.select_for_update(skip_locked=skip_locked)
     # On SQLite the IMMEDIATE transaction already holds the database's write lock.
     if skip_locked:
-        execution = queryset.filter(pk=execution_id).first()
-    else:
-        execution = queryset.get(pk=execution_id)
-    if execution is not None and recheck and inbox.enabled():
-        transaction.on_commit(partial(inbox.after_commit, str(execution_id)))
-    return execution
+        return next(iter(queryset.filter(pk=execution_id)), None)
+    return queryset.get(pk=execution_id)
 
 
 def to_engine(row: Event) -> EngineEvent:
@@ -266,9 +260,15 @@ class UnitOfWork:
         state: ExecutionState,
         *,
         now: datetime | None = None,
+        recheck: bool = True,
     ) -> None:
+        """`recheck`: once the lock is let go, log what workers left in the inbox while
+        it was held (they found it taken and went on: its holder looks for them). After
+        the state's own on_commit (load_state): the look starts from that state."""
         self.execution, self.state = execution, state
         self.now = now or timezone.now()
+        if recheck and execution.last_seq > 0 and inbox.enabled():  # new: no worker yet
+            transaction.on_commit(partial(inbox.after_commit, str(execution.pk)))
         self.outbox = messages.Outbox()
         #: The definition decide read, if it did: map items' Task rows are created from it.
         self.definition: Definition | None = None

@@ -37,10 +37,10 @@ def advance_pending(execution_id: UUID | str, *, claims: bool = False) -> int:
     while inbox.waiting(str(execution_id), claims=claims):
         with transaction.atomic():
             # This loop is the look after the commit: the lock does not schedule another.
-            execution = store.try_lock_execution(execution_id, recheck=False)
+            execution = store.try_lock_execution(execution_id)
             if execution is None:
                 return units
-            work = store.UnitOfWork(execution, store.load_state(execution))
+            work = store.UnitOfWork(execution, store.load_state(execution), recheck=False)
             if work.pending:  # another holder may have drained it first
                 decide_into(work)
                 work.commit(decided=True)

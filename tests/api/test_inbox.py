@@ -53,7 +53,8 @@ def held(execution: Execution, *, recheck: bool) -> Iterator[None]:
         try:
             with transaction.atomic():
                 if recheck:
-                    store.lock_execution(execution.pk)
+                    locked = store.lock_execution(execution.pk)
+                    store.UnitOfWork(locked, store.load_state(locked))
                 else:
                     Execution.objects.select_for_update().get(pk=execution.pk)
                 taken.set()
