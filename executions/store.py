@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import cast
 from uuid import UUID
 
@@ -267,8 +266,9 @@ class UnitOfWork:
         the state's own on_commit (load_state): the look starts from that state."""
         self.execution, self.state = execution, state
         self.now = now or timezone.now()
-        if recheck and execution.last_seq > 0 and inbox.enabled():  # new: no worker yet
-            transaction.on_commit(partial(inbox.after_commit, str(execution.pk)))
+        self.recheck = recheck and execution.last_seq > 0  # new: no worker knows it yet
+        if self.recheck and inbox.enabled():
+            transaction.on_commit(self._look_again)
         self.outbox = messages.Outbox()
         #: The definition decide read, if it did: map items' Task rows are created from it.
         self.definition: Definition | None = None
@@ -308,6 +308,11 @@ class UnitOfWork:
             self._rows.append(Event(execution=execution, source=source, hash=digest, **fields))
             execution.last_seq, execution.last_hash = seq, digest
         self._appended.extend(decisions)
+
+    def _look_again(self) -> None:
+        # Read when the commit is done: the unit may have been told its holder comes back.
+        if self.recheck:
+            inbox.after_commit(str(self.execution.pk))
 
     @property
     def pending(self) -> bool:

@@ -367,5 +367,10 @@ def _finish_locked(
         # one UPDATE of the execution and of each task, for both steps.
         work.apply_effects(eager=True)  # the attempts just scheduled get their rows
         nxt = _claim_next(work, claim_next_for)
+    if nxt is not None:
+        # This worker comes back with the next unit as soon as nxt is done (or its lease
+        # keeper does, if nxt runs on: executions/worker/runtime.py show_running): what
+        # others leave in the inbox meanwhile goes in with it, not in a unit of its own.
+        work.recheck = False
     work.commit(decided=True)
     return True, nxt

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from config import logs
+from executions.services.advance import advance_pending
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -125,6 +126,8 @@ class LeaseKeeper(threading.Thread):
         if self.progress_seconds is not None:
             interval = min(interval, max(0.2, self.progress_seconds / 4))
         try:
+            if not self.done.wait(SHOW_RUNNING_AFTER):
+                show_running(self.claimed)
             while not self.done.wait(interval):
                 if self.stalled():
                     self.stall()
@@ -137,6 +140,21 @@ class LeaseKeeper(threading.Thread):
             )
         finally:
             connection.close()
+
+
+#: How long an attempt runs before its lease keeper logs what waits in its execution's
+#: inbox: its own claim (so it shows as running) and what others left while this worker,
+#: chaining eagerly, let its unit skip the look after commit (executions/inbox.py).
+SHOW_RUNNING_AFTER = 0.05
+
+
+def show_running(claimed: Claimed) -> None:
+    """Drain the execution's inbox now that the attempt runs on. A failure is the
+    sweeper's to retry, never the attempt's."""
+    try:
+        advance_pending(claimed.execution_id, claims=True)
+    except Exception:
+        log.warning("draining the inbox of %s failed", claimed.execution_id, exc_info=True)
 
 
 def stall_grace_seconds(progress_seconds: float) -> float:
