@@ -201,7 +201,7 @@ def attempt_park(*, attempt_id: int, worker_id: str) -> bool:
 
 
 def attempt_complete_and_claim_next(
-    *, attempt_id: int, worker_id: str, output: Any
+    *, attempt_id: int, worker_id: str, output: Any, claimed: Claimed | None = None
 ) -> Claimed | None:
     """Record a success and, in the same transaction, claim the execution's oldest scheduled
     attempt for this worker (eager dispatch: the next node of a chain starts without a
@@ -214,10 +214,13 @@ def attempt_complete_and_claim_next(
         {"output": output},
         Source.WORKER,
         claim_next_for=worker_id,
+        known=claimed,
     )[1]
 
 
-def attempt_complete(*, attempt_id: int, worker_id: str, output: Any) -> bool:
+def attempt_complete(
+    *, attempt_id: int, worker_id: str, output: Any, claimed: Claimed | None = None
+) -> bool:
     return _finish(
         attempt_id,
         worker_id,
@@ -225,10 +228,13 @@ def attempt_complete(*, attempt_id: int, worker_id: str, output: Any) -> bool:
         EventType.TASK_COMPLETED,
         {"output": output},
         Source.WORKER,
+        known=claimed,
     )[0]
 
 
-def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> bool:
+def attempt_fail(
+    *, attempt_id: int, worker_id: str, error: dict[str, Any], claimed: Claimed | None = None
+) -> bool:
     return _finish(
         attempt_id,
         worker_id,
@@ -236,6 +242,7 @@ def attempt_fail(*, attempt_id: int, worker_id: str, error: dict[str, Any]) -> b
         EventType.TASK_FAILED,
         {"error": error},
         Source.WORKER,
+        known=claimed,
     )[0]
 
 
@@ -312,16 +319,26 @@ def _finish(
     source: Source,
     only_if: Q | None = None,
     claim_next_for: str | None = None,
+    known: Claimed | None = None,
 ) -> tuple[bool, Claimed | None]:
     """Record the attempt's one result and advance: (recorded, the next attempt claimed for
-    `claim_next_for`). Not recorded: refused, not this attempt's turn."""
+    `claim_next_for`). Not recorded: refused, not this attempt's turn. `known`: the
+    worker's claim of it, which names its execution, node, attempt and pool."""
     # The one gate for what a worker writes: secrets masked, NaN and oversized outputs
     # turned into the node's failure (executions/services/recorded.py).
     recorded_type, data = recordable(event_type, data)
     if recorded_type != event_type:
         status, event_type = AttemptStatus.FAILED, recorded_type
-    columns = ("execution_id", "pool_id", "node_id", "attempt")
-    row = Attempt.objects.filter(pk=attempt_id).values(*columns).first()
+    if known is not None:  # the worker's own claim says it: no query
+        row: dict[str, Any] | None = {
+            "execution_id": known.execution_id,
+            "pool_id": known.node.pool,  # copied from the same definition when scheduled
+            "node_id": known.node.id,
+            "attempt": known.attempt,
+        }
+    else:
+        columns = ("execution_id", "pool_id", "node_id", "attempt")
+        row = Attempt.objects.filter(pk=attempt_id).values(*columns).first()
     if row is None:
         return False, None
     result = Decision(event_type, row["node_id"], row["attempt"], data)

@@ -258,7 +258,9 @@ def _run_claimed(
         log.info("attempt failed after %.3fs: %s: %s", time.monotonic() - began,
                  error.get("type"), error.get("message"))  # fmt: skip
         if not keeper.lost.is_set():
-            record(attempt_fail, attempt_id=attempt_id, worker_id=worker, error=error)
+            record(
+                attempt_fail, attempt_id=attempt_id, worker_id=worker, error=error, claimed=claimed
+            )
         return None
     finally:
         keeper.done.set()
@@ -268,10 +270,17 @@ def _run_claimed(
         return None
     log.info("attempt succeeded after %.3fs", time.monotonic() - began)
     if not claim_next:
-        record(attempt_complete, attempt_id=attempt_id, worker_id=worker, output=output)
+        record(
+            attempt_complete, attempt_id=attempt_id, worker_id=worker, output=output,
+            claimed=claimed,
+        )  # fmt: skip
         return None
     return record(
-        attempt_complete_and_claim_next, attempt_id=attempt_id, worker_id=worker, output=output
+        attempt_complete_and_claim_next,
+        attempt_id=attempt_id,
+        worker_id=worker,
+        output=output,
+        claimed=claimed,
     )
 
 
