@@ -215,3 +215,16 @@ def test_a_map_items_life_cycle_costs_the_same_queries_at_any_map_size() -> None
     claim, complete = large
     assert claim <= CLAIM_QUERIES, large
     assert complete <= MAP_ITEM_COMPLETE_QUERIES, large
+
+
+def test_a_worker_s_result_names_its_attempt_from_its_claim(django_assert_max_num_queries) -> None:
+    """The runtime passes its claim: the result reads no row to learn its execution."""
+    version = make_version(TWO_NODES)
+    definition_for(version.pk)
+    execution, _ = execution_start(version=version, input={})
+    attempt = Attempt.objects.get(execution=execution, node_id="a")
+    claimed = attempt_claim(attempt_id=attempt.pk, worker_id="w")
+    assert claimed is not None
+    with django_assert_max_num_queries(COMPLETE_QUERIES - 1):
+        assert attempt_complete(attempt_id=attempt.pk, worker_id="w", output=1, claimed=claimed)
+    assert Attempt.objects.filter(execution=execution, node_id="b").exists()
