@@ -55,8 +55,6 @@ class SweepReport:
 def sweep() -> SweepReport:
     report = SweepReport()
     now = timezone.now()
-    # Executions whose engine error could not be recorded: left alone for a while.
-    skip = backoff.blocked()
     phases = (
         _time_out,
         _fire_timers,
@@ -68,6 +66,9 @@ def sweep() -> SweepReport:
         _admit_held,
     )
     for phase in phases:
+        # Executions whose engine error could not be recorded: left alone for a while,
+        # from the next phase on (one that failed here must not fail again there).
+        skip = backoff.blocked()
         try:
             phase(report, now, skip)
         except TRANSIENT:
