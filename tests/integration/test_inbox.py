@@ -6,6 +6,7 @@ second, and a wide fan-out whose workers keep colliding on one execution verifie
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from django.core.management import call_command
 
@@ -37,7 +38,7 @@ def test_a_node_that_runs_on_shows_as_running_long_before_it_ends(live) -> None:
 
 def test_a_wide_fan_out_on_two_worker_processes_logs_every_fact_once(live) -> None:
     width = 120
-    nodes = [{"id": "root", "type": "function", "function": "std.noop"}]
+    nodes: list[dict[str, Any]] = [{"id": "root", "type": "function", "function": "std.noop"}]
     nodes += [
         {"id": f"b{i}", "type": "function", "function": "std.noop", "depends_on": ["root"]}
         for i in range(width)
