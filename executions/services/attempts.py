@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -117,19 +117,25 @@ def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Cla
 
 def _take(attempt_id: int, node: Node, worker_id: str, now: datetime, *, unlogged: bool) -> bool:
     """The claim's one conditional UPDATE: the hand-off, whoever holds the lock."""
-    lease = lease_seconds_for(node)
-    deadline = now + timedelta(seconds=node.timeout_seconds) if node.timeout_seconds else None
     return bool(
         Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
             status=AttemptStatus.RUNNING,
             worker_id=worker_id,
             claimed_at=now,
-            lease_expires_at=now + timedelta(seconds=lease),
-            deadline_at=deadline,
             payload=None,  # needed no more: the table stays slim
             unlogged=unlogged,
+            **_lease_fields(node, now),
         )
     )
+
+
+def _lease_fields(node: Node, now: datetime) -> dict[str, datetime | None]:
+    """A claimed attempt's lease, and its deadline if the node has a timeout."""
+    timeout = node.timeout_seconds
+    return {
+        "lease_expires_at": now + timedelta(seconds=lease_seconds_for(node)),
+        "deadline_at": now + timedelta(seconds=timeout) if timeout else None,
+    }
 
 
 def _claim_into(
@@ -150,20 +156,26 @@ def _claim_into(
         # its result before that count saw it gone, so [task_started, result] intervals
         # read from the logs never overlap more than the pool's slots.
         work.now = timezone.now()
-    execution, state, now = work.execution, work.state, work.now
-    node = definition_for(execution.version_id).node_for(node_id)
-    lease = lease_seconds_for(node)
-    if not _take(attempt_id, node, worker_id, now, unlogged=False):
+    node = definition_for(work.execution.version_id).node_for(node_id)
+    if not _take(attempt_id, node, worker_id, work.now, unlogged=False):
         return None
+    return _started(work, attempt_id, node, attempt, worker_id)
+
+
+def _started(
+    work: store.UnitOfWork, attempt_id: int, node: Node, attempt: int, worker_id: str
+) -> Claimed:
+    """task_started appended to the unit for an attempt claimed inside the lock."""
+    state = work.state
     started = Decision(EventType.TASK_STARTED, node.id, attempt, {"worker": worker_id})
     work.append([started], source=Source.WORKER)
     return Claimed(
         attempt_id=attempt_id,
-        execution_id=str(execution.pk),
+        execution_id=str(work.execution.pk),
         node=node,
         attempt=attempt,
         input=state.nodes[node.id].input,
-        lease_seconds=lease,
+        lease_seconds=lease_seconds_for(node),
         context=template_context(state) if secret_names(template_of(node)) else None,
         faults={f.fault: to_json(f) for f in faults_for(state.faults, node.id, attempt)},
     )
@@ -288,26 +300,50 @@ def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
     """Eager dispatch: the execution's oldest held attempt without a pool, claimed by the
     worker that just finished one. No message was spent on it and none will be. Attempts
     in the broker are left to their messages (claimed here, each would leave a message
-    behind that no one needs), and held pool attempts to their pool's dispatch."""
-    waiting = (
-        Attempt.objects.filter(
-            execution=work.execution,
-            status=AttemptStatus.SCHEDULED,
-            published_at__isnull=True,
-            pool__isnull=True,
+    behind that no one needs), and held pool attempts to their pool's dispatch.
+
+    One statement picks and claims it, with the default lease; a node with a lease or a
+    timeout of its own gets them with a second, in the same transaction (no one sees the
+    first)."""
+    now = work.now
+    default = settings.WORKFLOW_DEFAULT_LEASE_SECONDS
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _TAKE_NEXT,
+            [worker_id, adapt(now), adapt(now + timedelta(seconds=default)), _db(work.execution)],
         )
-        .order_by("scheduled_at", "pk")
-        .values("pk", "node_id", "attempt")
-        .first()
-    )
-    if waiting is None:
+        row = cursor.fetchone()
+    if row is None:
         return None
-    claimed = _claim_into(
-        work, waiting["pk"], waiting["node_id"], waiting["attempt"], worker_id, None
-    )
-    if claimed is not None:
-        work.held.capped -= 1  # one fewer for the commit's top-up to publish
-    return claimed
+    attempt_id, node_id, attempt = row
+    node = definition_for(work.execution.version_id).node_for(node_id)
+    if lease_seconds_for(node) != default or node.timeout_seconds:
+        _lease(attempt_id, node, now)
+    work.held.capped -= 1  # one fewer for the commit's top-up to publish
+    return _started(work, attempt_id, node, attempt, worker_id)
+
+
+_TAKE_NEXT = """
+UPDATE executions_attempt SET status = 'running', worker_id = %s, claimed_at = %s,
+    lease_expires_at = %s, deadline_at = NULL, payload = NULL, unlogged = false
+WHERE status = 'scheduled' AND id = (
+    SELECT id FROM executions_attempt
+    WHERE execution_id = %s AND status = 'scheduled' AND published_at IS NULL
+        AND pool_id IS NULL
+    ORDER BY scheduled_at, id LIMIT 1
+)
+RETURNING id, node_id, attempt
+"""
+
+
+def _db(execution: Execution) -> Any:
+    """The execution's key as the database stores it (SQLite: hex text)."""
+    return Execution._meta.pk.get_db_prep_value(execution.pk, connection)
+
+
+def _lease(attempt_id: int, node: Node, now: datetime) -> None:
+    Attempt.objects.filter(pk=attempt_id).update(**_lease_fields(node, now))
 
 
 def _finish(
