@@ -82,6 +82,11 @@ def drain(work: UnitOfWork) -> None:
                 work.claimed_published = work.claimed_published or crowded_before
         elif inbox.dropped_status(state, fact) == AttemptStatus.CANCELLED:
             cancelled.append(fact.row.pk)
+        elif fact.is_result:
+            # Not a cancel: the log holds a result for it already, or moved past it (a
+            # timeout decided under the lock wins over a result that came after it).
+            log.warning("execution %s: result of %s#%s not logged: the log moved past it",
+                        execution.pk, fact.row.node_id, fact.row.attempt)  # fmt: skip
     if cancelled:
         Attempt.objects.filter(pk__in=cancelled).update(status=AttemptStatus.CANCELLED)
 
@@ -119,17 +124,43 @@ def _cap() -> int:
     return in_flight_cap()
 
 
-def after_commit(execution_id: str) -> None:
-    """A unit let go of the lock: log what workers left meanwhile. Never raises into the
-    committer (an API request, a worker's task): what fails here, the sweeper retries."""
+class Look:
+    """The look after commit that every holder of an execution's lock owes the workers who
+    found it taken (store._lock registers it). A unit of work takes it over, to look
+    after its own on_commit work (its state cached, its messages sent)."""
+
+    def __init__(self, execution_id: str) -> None:
+        self.execution_id = execution_id
+        self.taken = False
+        #: A unit drained the inbox and was never committed, in a transaction that was:
+        #: the facts it took are gone from the inbox and not in the log. A bug, said loudly.
+        self.uncommitted = False
+
+    def __call__(self) -> None:
+        if self.uncommitted:
+            log.error("execution %s: a unit of work drained its inbox and was not committed",
+                      self.execution_id)  # fmt: skip
+        if not self.taken:
+            after_commit(self.execution_id)
+
+
+#: At most this many units per look: a hot execution must not keep its looker (a request,
+#: a worker between messages, the sweeper) from everything else. What is left is looked
+#: at by the next holder, the next worker that writes, or the sweeper's next tick.
+LOOK_UNITS = 3
+
+
+def after_commit(execution_id: str, *, claims: bool = False) -> None:
+    """The lock was let go: log what workers left meanwhile. Never raises into the caller
+    (an API request, a worker's task): what fails here, the sweeper retries."""
     try:
-        _advance()(execution_id)
+        _advance()(execution_id, claims=claims, limit=LOOK_UNITS)
     except Exception:
         log.warning("draining the inbox of %s failed; the sweeper will", execution_id,
                     exc_info=True)  # fmt: skip
 
 
-def _advance() -> Callable[[str], int]:
+def _advance() -> Callable[..., int]:
     # services.advance builds units of work (store), which call back here.
     from executions.services.advance import advance_pending
 

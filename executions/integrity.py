@@ -28,6 +28,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
 from executions.engine.verify import verify_log
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer, TimerKind
 from executions.projections import differences, rebuild
+from executions.services.advance import decide_into
 from workflows.dsl import Definition
 
 #: The stored status of an attempt once its result event is in the log.
@@ -214,6 +215,11 @@ def rebuild_rows(execution_id: UUID | str) -> None:
     """Rewrite projections, attempts and timers of one execution from its log."""
     with transaction.atomic():
         execution = store.lock_execution(execution_id)
+        # What waits in the inbox goes into the log first: the rows are rebuilt from it.
+        work = store.UnitOfWork(execution, store.load_state(execution))
+        if work.pending:
+            decide_into(work)
+            work.commit(decided=True)
         events = store.engine_events(execution.pk)
         state = fold(events, execution_id=str(execution.pk))
         definition = definition_for(execution.version_id)

@@ -62,17 +62,25 @@ def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Execution | None:
     if str(execution_id) in _STATES:
         # The snapshot column is O(nodes) JSON; load_state will not need it.
         queryset = queryset.defer("snapshot")
-    if inbox.enabled():
-        # Whether the drain has anything to read, in the same round trip. Read from the
-        # statement's snapshot: a fact written while this waited for the lock is missed
-        # here, and logged by the look after commit (the worker saw the lock taken).
+    if skip_locked:
+        # Whether the drain has anything to read, in the same round trip. A lock taken
+        # without waiting reads it as of now; one that waited would read it as of before
+        # the wait, and so drains without asking.
         queryset = queryset.annotate(inbox_waiting=inbox.waiting_for(OuterRef("pk")))
     if connection.features.has_select_for_update:
         queryset = queryset.select_for_update(skip_locked=skip_locked)
     # On SQLite the IMMEDIATE transaction already holds the database's write lock.
     if skip_locked:
-        return next(iter(queryset.filter(pk=execution_id)), None)
-    return queryset.get(pk=execution_id)
+        execution = next(iter(queryset.filter(pk=execution_id)), None)
+    else:
+        execution = queryset.get(pk=execution_id)
+    if execution is not None and inbox.enabled():
+        # Every holder looks at the inbox once it lets go: a worker that found the lock
+        # taken wrote its fact and went on. A unit of work takes the look over.
+        look = inbox.Look(str(execution_id))
+        execution.inbox_look = look  # type: ignore[attr-defined]
+        transaction.on_commit(look)
+    return execution
 
 
 def to_engine(row: Event) -> EngineEvent:
@@ -262,13 +270,15 @@ class UnitOfWork:
         recheck: bool = True,
     ) -> None:
         """`recheck`: once the lock is let go, log what workers left in the inbox while
-        it was held (they found it taken and went on: its holder looks for them). After
-        the state's own on_commit (load_state): the look starts from that state."""
+        it was held (they found it taken and went on: its holder looks for them). The
+        unit takes over the look its lock registered, and looks after its own on_commit
+        work: its state cached (load_state), its messages sent (the outbox)."""
         self.execution, self.state = execution, state
         self.now = now or timezone.now()
         self.recheck = recheck and execution.last_seq > 0  # new: no worker knows it yet
-        if self.recheck and inbox.enabled():
-            transaction.on_commit(self._look_again)
+        self._look: inbox.Look | None = getattr(execution, "inbox_look", None)
+        if self._look is not None and not recheck:
+            self._look.taken = True  # its caller looks again itself (advance_pending)
         self.outbox = messages.Outbox()
         #: The definition decide read, if it did: map items' Task rows are created from it.
         self.definition: Definition | None = None
@@ -284,6 +294,8 @@ class UnitOfWork:
         # Facts workers left while others held the lock come first: every decision of
         # this unit is taken on them, and a cancel sees the results that came before it.
         inbox.drain(self)
+        if self._look is not None and self._appended:
+            self._look.uncommitted = True  # cleared from the inbox: this unit must commit
 
     def append(
         self, decisions: Sequence[Decision], *, source: Source, at: datetime | None = None
@@ -310,9 +322,7 @@ class UnitOfWork:
         self._appended.extend(decisions)
 
     def _look_again(self) -> None:
-        # Read when the commit is done: the unit may have been told its holder comes back.
-        if self.recheck:
-            inbox.after_commit(str(self.execution.pk))
+        inbox.after_commit(str(self.execution.pk))
 
     @property
     def pending(self) -> bool:
@@ -352,6 +362,12 @@ class UnitOfWork:
         project_tasks(execution, state, touched_nodes(self._appended), self.definition)
         self.tally.stage(execution, state, self._appended, self.now, self.definition)
         self._rows, self._appended, self._applied = [], [], 0
+        if self._look is not None:
+            self._look.taken, self._look.uncommitted = True, False
+        if self.recheck and inbox.enabled():
+            # Registered last: it runs after the state is cached and the messages sent.
+            transaction.on_commit(self._look_again)
+            self.recheck = False  # once, however often the unit commits
 
     def _release_held(self) -> None:
         """Publish what fits of what this unit held or freed (services/capacity.py)."""

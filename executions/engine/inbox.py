@@ -67,7 +67,9 @@ def facts(rows: Iterable[Row]) -> list[Fact]:
         kind = RESULT_EVENTS.get(row.status)
         if kind is not None and row.result is not None and row.finished_at is not None:
             result = Decision(kind, row.node_id, row.attempt, row.result)
-            found.append((row.finished_at, 1, Fact(row, result, row.finished_at)))
+            # Never before its own claim, whatever the worker's clock did in between.
+            at = max(row.finished_at, row.claimed_at or row.finished_at)
+            found.append((at, 1, Fact(row, result, at)))
     found.sort(key=lambda item: (item[0], item[1], item[2].row.pk))
     return [fact for _, _, fact in found]
 

@@ -29,12 +29,14 @@ def execution_advance(*, execution_id: UUID | str) -> int:
         return decided
 
 
-def advance_pending(execution_id: UUID | str, *, claims: bool = False) -> int:
+def advance_pending(
+    execution_id: UUID | str, *, claims: bool = False, limit: int | None = None
+) -> int:
     """Log and decide upon the inbox's results (executions/inbox.py; `claims`: its claims
-    too) while there are any and the lock is free. Taken: its holder looks at the inbox
-    after its commit. Returns the number of units that ran."""
+    too) while there are any, the lock is free and fewer than `limit` units ran. Taken:
+    its holder looks at the inbox after its commit. Returns the number of units."""
     units = 0
-    while inbox.waiting(str(execution_id), claims=claims):
+    while (limit is None or units < limit) and inbox.waiting(str(execution_id), claims=claims):
         with transaction.atomic():
             # This loop is the look after the commit: the lock does not schedule another.
             execution = store.try_lock_execution(execution_id)

@@ -104,7 +104,7 @@ def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Cla
     node = definition_for(row["execution__version_id"]).node_for(row["node_id"])
     now = timezone.now()
     if not _take(attempt_id, node, worker_id, now, unlogged=True):
-        return None
+        return None  # taken by another, or its execution paused since the SELECT
     return Claimed(
         attempt_id=attempt_id,
         execution_id=str(row["execution_id"]),
@@ -116,9 +116,13 @@ def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Cla
 
 
 def _take(attempt_id: int, node: Node, worker_id: str, now: datetime, *, unlogged: bool) -> bool:
-    """The claim's one conditional UPDATE: the hand-off, whoever holds the lock."""
+    """The claim's one conditional UPDATE: the hand-off, whoever holds the lock. Without
+    the lock (`unlogged`), the same statement checks its execution is not paused."""
+    mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED)
+    if unlogged:
+        mine = mine.exclude(execution__status=ExecutionStatus.PAUSED)
     return bool(
-        Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
+        mine.update(
             status=AttemptStatus.RUNNING,
             worker_id=worker_id,
             claimed_at=now,
@@ -396,6 +400,10 @@ def _finish(
         # The constraint saw a second result for this attempt: someone recorded it first.
         return False, None
     written = mine.update(status=status, finished_at=timezone.now(), result=data, unlogged=True)
+    if written:
+        # Written, then looked: the holder looks after it lets go, so one of the two sees
+        # it, whichever order their steps interleave in.
+        inbox.after_commit(str(row["execution_id"]))
     return bool(written), None
 
 

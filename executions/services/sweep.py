@@ -25,6 +25,7 @@ from django.utils import timezone
 from executions import messages, store
 from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
+from executions.inbox import LOOK_UNITS
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services import admission
 from executions.services.advance import advance_pending, execution_advance
@@ -208,7 +209,7 @@ def _drain_inboxes(report: SweepReport, now: datetime, skip: list[str]) -> None:
     waiting = Attempt.objects.filter(unlogged=True).exclude(execution_id__in=skip)
     for execution_id in waiting.values_list("execution_id", flat=True).distinct()[:BATCH]:
         with _item("inbox", execution_id):
-            report.advanced += advance_pending(execution_id, claims=True)
+            report.advanced += advance_pending(execution_id, claims=True, limit=LOOK_UNITS)
 
 
 def _advance_undecided(report: SweepReport, now: datetime, skip: list[str]) -> None:

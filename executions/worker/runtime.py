@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from config import logs
-from executions.services.advance import advance_pending
+from executions import inbox
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -151,10 +151,7 @@ SHOW_RUNNING_AFTER = 0.05
 def show_running(claimed: Claimed) -> None:
     """Drain the execution's inbox now that the attempt runs on. A failure is the
     sweeper's to retry, never the attempt's."""
-    try:
-        advance_pending(claimed.execution_id, claims=True)
-    except Exception:
-        log.warning("draining the inbox of %s failed", claimed.execution_id, exc_info=True)
+    inbox.after_commit(claimed.execution_id, claims=True)
 
 
 def stall_grace_seconds(progress_seconds: float) -> float:
@@ -183,13 +180,18 @@ def run_task(attempt_id: int) -> None:
     # claiming, recording or advancing ends this attempt's execution with an engine error.
     with attempt_boundary(attempt_id):
         claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
+        execution_id = claimed.execution_id if claimed is not None else None
         for done in range(1, EAGER_LIMIT + 1):
             if claimed is None:
-                return  # a duplicate delivery, a cancelled or timed-out attempt, or no next
+                break  # a duplicate delivery, a cancelled or timed-out attempt, or no next
             # The last one claims nothing: what it claimed would wait for its lease to end.
             # With per-type queues, every attempt goes through its own queue's workers.
             eager = done < EAGER_LIMIT and not settings.WORKFLOW_NODE_QUEUES
             claimed = run_claimed(claimed, worker, claim_next=eager)
+        if execution_id is not None:
+            # An eager unit left its look to this worker's next one, which may not have
+            # come (the last attempt lost its lease, or stopped cancelled): look now.
+            inbox.after_commit(execution_id)
 
 
 def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:

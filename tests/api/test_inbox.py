@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
+from uuid import UUID
 
 import pytest
 from django.db import connection, connections, transaction
@@ -17,8 +18,9 @@ from django.test.utils import CaptureQueriesContext
 
 from executions import store
 from executions.engine.events import Decision, EventType, Source
-from executions.integrity import check
+from executions.integrity import check, rebuild_rows
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
+from executions.services import attempts, control
 from executions.services import sweep as sweeper
 from executions.services.advance import decide_into
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
@@ -212,6 +214,113 @@ def test_a_claim_is_logged_by_its_result_s_unit_or_within_a_sweeper_tick():
         ("workflow_completed", None),
     ]
     verified(execution)
+
+
+def _holder(execution: Execution, taken: threading.Event, release: threading.Event) -> None:
+    """A unit of work that drains (so it locks the rows of unlogged claims), commits when
+    released, and looks after its commit."""
+    try:
+        with transaction.atomic():
+            locked = store.lock_execution(execution.pk)
+            work = store.UnitOfWork(locked, store.load_state(locked))
+            if work.pending:
+                decide_into(work)
+            work.commit(decided=True)
+            taken.set()
+            release.wait(30)
+    finally:
+        connections.close_all()
+
+
+def test_a_holder_that_looks_before_the_worker_writes_is_covered_by_the_worker_s_look(
+    monkeypatch,
+):
+    """The worker finds the lock taken, and before its write lands the holder commits and
+    looks (and finds nothing): the worker looks after writing, so nothing waits."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    taken, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_holder, args=(execution, taken, release))
+    holder.start()
+    assert taken.wait(10)
+    real = attempts.store.try_lock_execution
+
+    def try_lock(execution_id: UUID | str) -> Execution | None:
+        got = real(execution_id)
+        if got is None:  # the holder commits and looks before the write
+            release.set()
+            holder.join(10)
+        return got
+
+    monkeypatch.setattr(attempts.store, "try_lock_execution", try_lock)
+    assert attempt_complete(attempt_id=a.pk, worker_id="w", output=7)
+    a.refresh_from_db()
+    assert not a.unlogged
+    assert Event.objects.filter(execution=execution, type="task_completed").count() == 1
+    verified(execution)
+
+
+def test_a_result_that_waited_on_the_drain_s_row_lock_is_logged_without_the_sweeper():
+    """No patching: the holder's drain locks the row of the unlogged claim; the worker's
+    result waits on it, lands after the holder's commit, and the worker's look logs it."""
+    for _ in range(3):
+        execution = start(CHAIN)
+        a = attempt_of(execution, "a")
+        assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+        taken, release = threading.Event(), threading.Event()
+        holder = threading.Thread(target=_holder, args=(execution, taken, release))
+        holder.start()
+        assert taken.wait(10)
+
+        def worker(attempt_id: int = a.pk) -> None:
+            try:
+                attempt_complete(attempt_id=attempt_id, worker_id="w", output=7)
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        time.sleep(0.2)  # it found the lock taken and waits on the row
+        release.set()
+        holder.join(10)
+        thread.join(10)
+        a.refresh_from_db()
+        assert not a.unlogged
+        verified(execution)
+
+
+def test_rebuilding_the_rows_logs_the_inbox_first():
+    """verify_logs' repair rebuilds attempt rows from the log: what waits in the inbox
+    goes into the log first, or the rebuild would undo a result nobody logged."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    with held(execution, recheck=False):
+        assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+        assert attempt_complete(attempt_id=a.pk, worker_id="w", output=7)
+    rebuild_rows(execution.pk)
+    a.refresh_from_db()
+    assert (a.status, a.unlogged) == ("succeeded", False)
+    completed = Event.objects.get(execution=execution, type="task_completed", node_id="a")
+    assert completed.data == {"output": 7}
+    verified(execution)
+
+
+def test_a_claim_without_the_lock_never_beats_a_pause(monkeypatch):
+    """The pause commits between the claim's SELECT and its UPDATE: the UPDATE itself
+    checks the execution is not paused, so the function does not run."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    real = attempts.definition_for
+
+    def pause_first(version_id: int) -> object:
+        control.execution_pause(execution_id=execution.pk, by="op")  # commits here
+        return real(version_id)
+
+    monkeypatch.setattr(attempts, "definition_for", pause_first)
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is None
+    a.refresh_from_db()
+    assert a.status == "scheduled"
 
 
 def _error() -> dict[str, object]:

@@ -52,7 +52,9 @@ COMPLETE_AND_CLAIM_NEXT_QUERIES = 14
 #: 9 since each unit of work that commits events inserts one row of metric deltas with them
 #: (monitoring/tally.py), which made a /metrics scrape independent of the history's size;
 #: the counts above had room for it.
-ADVANCE_QUERIES = 9
+#: 10 since a unit that waited for the lock (a timer, an API call) reads the inbox with a
+#: statement of its own: what the lock's SELECT could say would be from before the wait.
+ADVANCE_QUERIES = 10
 #: A map item's result, which schedules the next item (its Task row created then), and
 #: logs the item's claim (13 before the inbox, when the claim cost 10 of its own).
 MAP_ITEM_COMPLETE_QUERIES = 14
