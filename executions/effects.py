@@ -126,6 +126,7 @@ def _schedule_attempts(
                 attempt=attempt,
                 scheduled_at=now,
                 published_at=now if published else None,
+                released_at=now if published else None,
                 pool_id=pool,
                 payload=None if (node_id, attempt) in faulted else claim_payload(node, d),
             )

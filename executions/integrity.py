@@ -250,6 +250,7 @@ def _rebuild_attempts(
             # held: past the in-flight cap for a while at worst; a pool's claim gate
             # still counts its slots.
             published_at=want.scheduled_at,
+            released_at=want.scheduled_at,
             pool_id=definition.node_for(node_id).pool,
             lease_expires_at=now if want.status == AttemptStatus.RUNNING else None,
             finished_at=None if want.status in _OPEN else now,

@@ -122,4 +122,11 @@ class Outbox:
     def _flush(self) -> None:
         sends, self._sends = self._sends, []
         for send in sends:
-            send()
+            # Each on its own: one that raises (after commit, nothing to roll back) must
+            # not keep the others from going out; the sweeper finds what needed it.
+            try:
+                send()
+            except Exception:
+                log.warning(
+                    "could not send a message after commit; the sweeper will", exc_info=True
+                )

@@ -252,6 +252,13 @@ class Attempt(models.Model):
     #: broker (its pool is full or its execution has WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
     #: messages out); executions/services/capacity.py publishes it when there is room.
     published_at = models.DateTimeField(null=True, blank=True)
+    #: When it was released into the broker, the first of its current run of messages
+    #: (at scheduling when not held; at its top-up, pool dispatch or resume when held);
+    #: NULL while held, and for attempts claimed eagerly (no message at all). The
+    #: sweeper's republish backoff counts from here, not from scheduled_at: an attempt
+    #: held long and then lost is not made to wait as long again. NULL on rows from
+    #: before the column: read as scheduled_at.
+    released_at = models.DateTimeField(null=True, blank=True)
     #: The node's pool (its definition's `pool`), copied when the attempt is scheduled:
     #: the claim gate counts running attempts by it.
     pool = models.ForeignKey(
@@ -306,6 +313,14 @@ class Attempt(models.Model):
             # sweeper's backstop; empty but for moments.
             models.Index(
                 fields=["execution"], condition=Q(unlogged=True), name="attempt_unlogged_idx"
+            ),
+            # The sweeper's evidence of a lost message: a peer released after it was sent
+            # and already claimed (sweep._republish_lost), probed per unclaimed attempt.
+            # Claimed ones only: the first entry past the stamp answers.
+            models.Index(
+                fields=["execution", "released_at"],
+                condition=Q(released_at__isnull=False, claimed_at__isnull=False),
+                name="attempt_released_idx",
             ),
         ]
 

@@ -308,14 +308,25 @@ def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
 
     One statement picks and claims it, with the default lease; a node with a lease or a
     timeout of its own gets them with a second, in the same transaction (no one sees the
-    first)."""
+    first).
+
+    Not while work of a higher priority waits (in the same statement, no round trip
+    more): the worker then hands back to the broker, which serves the highest priority
+    first, and the attempt held for it is published by the commit's top-up (a chain ran
+    past a priority-9 start for up to 100 hops)."""
     now = work.now
     default = settings.WORKFLOW_DEFAULT_LEASE_SECONDS
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         cursor.execute(
             _TAKE_NEXT,
-            [worker_id, adapt(now), adapt(now + timedelta(seconds=default)), _db(work.execution)],
+            [
+                worker_id,
+                adapt(now),
+                adapt(now + timedelta(seconds=default)),
+                _db(work.execution),
+                work.execution.priority,
+            ],
         )
         row = cursor.fetchone()
     if row is None:
@@ -328,6 +339,10 @@ def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
     return _started(work, attempt_id, node, attempt, worker_id)
 
 
+# NOT EXISTS: a running execution of a higher priority with an attempt waiting for a
+# worker, in the broker or held by its in-flight cap (its messages are then in the
+# broker); not one held by its pool (a hand-back makes no slot). One InitPlan over the few
+# running executions, each probed by attempt_waiting_idx; never true at priority 9.
 _TAKE_NEXT = """
 UPDATE executions_attempt SET status = 'running', worker_id = %s, claimed_at = %s,
     lease_expires_at = %s, deadline_at = NULL, payload = NULL, unlogged = false
@@ -335,6 +350,15 @@ WHERE status = 'scheduled' AND id = (
     SELECT id FROM executions_attempt
     WHERE execution_id = %s AND status = 'scheduled' AND published_at IS NULL
         AND pool_id IS NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM executions_execution e
+            WHERE e.status = 'running' AND e.priority > %s
+                AND EXISTS (
+                    SELECT 1 FROM executions_attempt w
+                    WHERE w.execution_id = e.id AND w.status = 'scheduled'
+                        AND (w.published_at IS NOT NULL OR w.pool_id IS NULL)
+                )
+        )
     ORDER BY scheduled_at, id LIMIT 1
 )
 RETURNING id, node_id, attempt
@@ -348,6 +372,17 @@ def _db(execution: Execution) -> Any:
 
 def _lease(attempt_id: int, node: Node, now: datetime) -> None:
     Attempt.objects.filter(pk=attempt_id).update(**_lease_fields(node, now))
+
+EXISTS (
+    SELECT 1 FROM executions_execution e
+    WHERE e.status = 'running' AND e.priority > %s
+      AND EXISTS (
+          SELECT 1 FROM executions_attempt a
+          WHERE a.execution_id = e.id AND a.status = 'scheduled'
+            AND (a.published_at IS NOT NULL OR a.pool_id IS NULL)
+      )
+)
+"""
 
 
 def _finish(

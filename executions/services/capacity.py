@@ -25,7 +25,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from executions import messages
@@ -53,7 +53,7 @@ def in_flight_cap() -> int:
 # The in-flight cap: room(cap, unclaimed) of the pure core, counted and released in one
 # statement (it runs on every claim from the broker and every unit that schedules).
 _TOP_UP = """
-UPDATE executions_attempt SET published_at = %(now)s
+UPDATE executions_attempt SET published_at = %(now)s, released_at = %(now)s
 WHERE id IN (
     SELECT id FROM executions_attempt
     WHERE execution_id = %(execution)s AND status = 'scheduled'
@@ -74,7 +74,9 @@ def top_up(execution: Execution, now: datetime, outbox: messages.Outbox) -> int:
     """Publish the execution's held attempts (pool-less) up to its in-flight cap, oldest
     first. Inside the execution's lock: two top-ups of one execution never race."""
     params = {
-        "now": now,
+        # As the ORM stores it (on SQLite: naive UTC text, no offset, which comparisons
+        # with ORM-written stamps need).
+        "now": connection.ops.adapt_datetimefield_value(now),
         "execution": Execution._meta.pk.get_db_prep_value(execution.pk, connection),
         "cap": in_flight_cap(),
     }
@@ -82,32 +84,55 @@ def top_up(execution: Execution, now: datetime, outbox: messages.Outbox) -> int:
         cursor.execute(_TOP_UP, params)
         rows: list[Released] = sorted(cursor.fetchall(), key=lambda row: row[0])
     if rows:
-        send = partial(_publish, execution.workflow_id, execution.version_id, execution.priority)
-        outbox.add(partial(send, rows))
+        outbox.add(partial(publish_released, execution, rows))
     return len(rows)
+
+
+def publish_released(execution: Execution, rows: Iterable[Released]) -> None:
+    """The messages of the execution's attempts `rows`, marked published: after commit."""
+    _publish(execution.workflow_id, execution.version_id, execution.priority, rows)
 
 
 def _publish(workflow_id: int, version_id: int, priority: int, rows: Iterable[Released]) -> None:
     """The released attempts' messages (after commit), named and routed by node type, at
-    their execution's priority."""
-    workflow = messages.workflow_name(workflow_id)
-    definition = definition_for(version_id)
+    their execution's priority. Each send on its own: one that fails (its node gone from
+    a definition that no longer parses, the broker refusing it) leaves the others going
+    out; the sweeper republishes the one that did not (it is marked published)."""
+    try:
+        workflow = messages.workflow_name(workflow_id)
+        definition = definition_for(version_id)
+    except Exception:
+        log.warning("could not name released attempts; the sweeper will", exc_info=True)
+        workflow, definition = "", None
     for attempt_id, node_id, attempt in rows:
-        kind = definition.node_for(node_id).type
-        shadow = messages.attempt_name(workflow, node_id, attempt)
-        messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind, priority=priority)
+        try:
+            kind = definition.node_for(node_id).type if definition is not None else ""
+            shadow = messages.attempt_name(workflow, node_id, attempt) if workflow else None
+            messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind, priority=priority)
+        except Exception:
+            log.warning("could not publish attempt %s; the sweeper will", attempt_id, exc_info=True)
 
 
 # Pools.
 
 
+def locking(pools: QuerySet[Pool]) -> QuerySet[Pool]:
+    """Pool rows locked until the transaction ends, the one way every pool lock is taken.
+
+    FOR NO KEY UPDATE, not FOR UPDATE: the lock serialises claims (and slot changes) with
+    each other, while the KEY SHARE lock an INSERT of an Attempt row referencing the pool
+    takes for its foreign key does not wait on it (a unit scheduling pool attempts would
+    otherwise queue behind every claim's pool check). Nothing changes a pool's name, the
+    key attempts refer to. On SQLite the IMMEDIATE transaction already holds the
+    database's write lock."""
+    if not connection.features.has_select_for_update:
+        return pools
+    return pools.select_for_update(no_key=connection.features.has_select_for_no_key_update)
+
+
 def _lock_pool(name: str) -> int | None:
-    """The pool's slots, its row locked until the transaction ends (None: no such pool).
-    On SQLite the IMMEDIATE transaction already holds the database's write lock."""
-    pools = Pool.objects.filter(name=name)
-    if connection.features.has_select_for_update:
-        pools = pools.select_for_update()
-    return pools.values_list("slots", flat=True).first()
+    """The pool's slots, its row locked until the transaction ends (None: no such pool)."""
+    return locking(Pool.objects.filter(name=name)).values_list("slots", flat=True).first()
 
 
 def pool_admits(pool: str, attempt_id: int) -> bool:
@@ -119,7 +144,9 @@ def pool_admits(pool: str, attempt_id: int) -> bool:
     running = Attempt.objects.filter(pool_id=pool, status=AttemptStatus.RUNNING).count()
     if slots is not None and running < slots:
         return True
-    Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(published_at=None)
+    Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
+        published_at=None, released_at=None
+    )
     return False
 
 
@@ -158,7 +185,7 @@ def pool_dispatch(*, pool: str) -> int:
         now = timezone.now()
         Attempt.objects.filter(
             pk__in=chosen, status=AttemptStatus.SCHEDULED, published_at__isnull=True
-        ).update(published_at=now)
+        ).update(published_at=now, released_at=now)
         for pk, priority, _, node_id, attempt, workflow_id, version_id in candidates:
             if pk in chosen:
                 rows = [(pk, node_id, attempt)]

@@ -104,8 +104,9 @@ def _wake_held(execution: Execution) -> None:
     now = timezone.now()
     waiting = Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
     refused = waiting.filter(published_at__isnull=False)
-    attempt_ids = list(refused.values_list("pk", flat=True))
-    refused.update(published_at=now)
+    resent = list(refused.values_list("pk", "node_id", "attempt"))
+    # Released anew: the sweeper's backoff counts from now, not from before the pause.
+    refused.update(published_at=now, released_at=now)
     pools = {str(p) for p in waiting.filter(pool__isnull=False).values_list("pool_id", flat=True)}
     timers = list(
         Timer.objects.filter(execution=execution, fired_at__isnull=True).values_list("pk", "due_at")
@@ -115,8 +116,9 @@ def _wake_held(execution: Execution) -> None:
     capacity.dispatch_after_commit(pools, outbox)
 
     def publish() -> None:
-        for attempt_id in attempt_ids:
-            messages.publish_attempt(attempt_id, priority=execution.priority)
+        # Named and routed by node type like every release (a type with a queue of its own
+        # in WORKFLOW_NODE_QUEUES must not land in the nodes queue), each send on its own.
+        capacity.publish_released(execution, resent)
         for timer_id, due_at in timers:
             messages.publish_timer(timer_id, (due_at - now).total_seconds())
 

@@ -11,7 +11,7 @@ from django.db.models import Count, Q, QuerySet
 
 from executions.messages import Outbox
 from executions.models import AttemptStatus
-from executions.services.capacity import dispatch_after_commit
+from executions.services.capacity import dispatch_after_commit, locking
 from workflows.models import Pool
 
 
@@ -41,7 +41,7 @@ def pool_update(*, pool: Pool, slots: int | None = None, description: str | None
     """Change a pool's slots (or description). More slots release waiting attempts at
     once; fewer take effect as running attempts finish (none is stopped)."""
     with transaction.atomic():
-        locked = Pool.objects.select_for_update().get(pk=pool.pk)
+        locked = locking(Pool.objects.filter(pk=pool.pk)).get()
         if slots is not None:
             locked.slots = slots
         if description is not None:

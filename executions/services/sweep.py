@@ -18,8 +18,18 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import DateTimeField, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Least
+from django.db.models import (
+    Count,
+    DateTimeField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
 from executions import messages, store
@@ -30,7 +40,7 @@ from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Ti
 from executions.services import admission
 from executions.services.advance import advance_pending, execution_advance
 from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
-from executions.services.capacity import pool_dispatch, top_up
+from executions.services.capacity import in_flight_cap, pool_dispatch, top_up
 from executions.services.children import children_pending_notice, parent_notify
 from executions.services.containment import TRANSIENT, backoff, boundary
 from executions.services.timers import timer_fire
@@ -118,17 +128,25 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
     """Scheduled attempts nobody claimed in time: their message was lost (or is slow).
 
     Each attempt backs off: it is sent again once it has waited WORKFLOW_REPUBLISH_AFTER_
-    SECONDS since its last publish *and* at least as long as it had waited, scheduled, at
-    that publish (up to REPUBLISH_BACKOFF_CAP intervals), so after 15, 30, 60, 120 s...
-    A deep but healthy queue (a wide fan-out behind two workers) then holds a few messages
-    per attempt, not one more every 15 s, while a message that was really lost is still
-    sent again within the first interval. Held attempts (published_at NULL) have no
-    message to lose: their pool's dispatch or their execution's top-up sends them.
+    SECONDS since its last publish *and* at least as long as it had waited in the broker
+    at that publish, counted from its release (up to REPUBLISH_BACKOFF_CAP intervals), so
+    after 15, 30, 60, 120 s... A deep but healthy queue (a wide fan-out behind two
+    workers) then holds a few messages per attempt, not one more every 15 s, while a
+    message that was really lost is still sent again within the first interval. From its
+    release, not its scheduling: an attempt held for minutes and lost once released would
+    otherwise wait the backoff's cap. Held attempts (published_at NULL) have no message to
+    lose: their pool's dispatch or their execution's top-up sends them.
+
+    Whatever the backoff, an attempt is sent again at once when the broker has evidently
+    lost its message: a peer of its execution on the same queue (same priority, FIFO),
+    released after its last publish, has been claimed from the broker (`_overtaken`).
     """
     every = timedelta(seconds=settings.WORKFLOW_REPUBLISH_AFTER_SECONDS)
     cutoff = now - every
-    # Capped: an attempt held by a long pause, published again on resume, has waited long.
-    waited = Least(F("published_at") - F("scheduled_at"), Value(every * REPUBLISH_BACKOFF_CAP))
+    # Rows from before released_at existed were released when scheduled.
+    released = Coalesce(F("released_at"), F("scheduled_at"))
+    # Capped: so an attempt republished for hours is still sent every 16 intervals.
+    waited = Least(F("published_at") - released, Value(every * REPUBLISH_BACKOFF_CAP))
     backed_off = ExpressionWrapper(Value(now) - waited, output_field=DateTimeField())
     # An execution that appended events since the attempt was published, and lately, is
     # being worked on (its workers run its other attempts, eagerly): the message is
@@ -142,37 +160,65 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
         | Q(last_event_at__lt=cutoff)
         | Q(published_at__lt=now - every * REPUBLISH_BACKOFF_CAP)
     )
-    stale = (
-        Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=cutoff)
-        .filter(published_at__lte=backed_off)
-        .exclude(execution_id__in=skip)
-        .exclude(execution__status=ExecutionStatus.PAUSED)  # held until resumed
-        .annotate(last_event_at=Subquery(last_event_at))
-        .filter(idle)
-    )
+    due = Q(published_at__lt=cutoff) & Q(published_at__lte=backed_off) & idle
     # The workflow and node type name and route the message (messages.publish_attempt).
     node_type = Task.objects.filter(
         execution=OuterRef("execution"), node_id=OuterRef("node_id")
     ).values("type")[:1]
+    grace = min(every, timedelta(seconds=max(settings.WORKFLOW_SWEEP_INTERVAL, 1.0)))
+    stale = (
+        Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=now - grace)
+        .exclude(execution_id__in=skip)
+        .exclude(execution__status=ExecutionStatus.PAUSED)  # held until resumed
+        .annotate(last_event_at=Subquery(last_event_at), node_type=Subquery(node_type))
+        .alias(overtaken=_overtaken(now - grace))
+        .filter(due | Q(overtaken=True))
+    )
     columns = ("pk", "published_at", "execution_id", "execution__workflow__name", "node_id")
     # Highest priority first, then the longest waiting: when more are lost than one tick
     # sends, the work that should run first is sent first.
-    rows = (
-        stale.annotate(node_type=Subquery(node_type))
-        .order_by("-execution__priority", "scheduled_at")
-        .values_list(*columns, "attempt", "node_type", "execution__priority")[:BATCH]
-    )
+    rows = stale.order_by("-execution__priority", "scheduled_at").values_list(
+        *columns, "attempt", "node_type", "execution__priority"
+    )[:BATCH]
     for attempt_id, published_at, execution_id, workflow, node_id, attempt, kind, priority in rows:
         with _item("republish", execution_id):
+            # Stamped as it is sent, not at the tick's start (seconds earlier under load):
+            # a peer released in between, sent ahead of this copy, is no evidence of its
+            # loss (`_overtaken`). Never before `now`, which tests set in the future.
+            sent_at = max(now, timezone.now())
             # Conditional on the old stamp, so of two sweepers only one republishes.
             if Attempt.objects.filter(pk=attempt_id, published_at=published_at).update(
-                published_at=now
+                published_at=sent_at
             ):
                 shadow = messages.attempt_name(workflow, node_id, attempt)
                 messages.publish_attempt(
                     attempt_id, shadow=shadow, node_type=kind or "", priority=priority
                 )
                 report.republished += 1
+
+
+def _overtaken(claimed_by: datetime) -> Exists:
+    """Whether a peer overtook the attempt in the broker: released (first sent) after the
+    attempt's last publish, and claimed from its message by `claimed_by`. One queue and
+    one priority (the execution's) serve both first in, first out, so the attempt's
+    message, sent first, would have been delivered first: it is lost (a broker restart),
+    however busy the execution. `claimed_by` a little before now leaves a delivery of
+    both at once time to claim the older. Attempts claimed eagerly were never released
+    (released_at NULL) and prove nothing. With WORKFLOW_NODE_QUEUES, only a peer of the
+    same node type is on the same queue."""
+    peers = Attempt.objects.filter(
+        execution_id=OuterRef("execution_id"),
+        released_at__gt=OuterRef("published_at"),
+        claimed_at__lte=claimed_by,
+    )
+    if settings.WORKFLOW_NODE_QUEUES:
+        peer_type = Task.objects.filter(
+            execution=OuterRef("execution"), node_id=OuterRef("node_id")
+        ).values("type")[:1]
+        peers = peers.annotate(peer_type=Subquery(peer_type)).filter(
+            peer_type=OuterRef("node_type")
+        )
+    return Exists(peers)
 
 
 def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
@@ -186,8 +232,29 @@ def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
     for pool in pools.order_by("pool_id")[:BATCH]:
         with boundary(f"sweeper: pool {pool}", lambda: None, source=Source.SWEEPER):
             report.released += pool_dispatch(pool=str(pool))
-    capped = held.filter(pool__isnull=True).values_list("execution_id", flat=True).distinct()
-    for execution_id in capped.order_by("execution_id")[:BATCH]:
+    # Only executions with room under their in-flight cap are worth their lock: counted
+    # first, without it (attempt_waiting_idx). A wide map keeps its cap full for as long
+    # as it runs, and its lock is the one every claim and result of it queues on.
+    in_flight = (
+        Attempt.objects.filter(
+            execution_id=OuterRef("pk"),
+            status=AttemptStatus.SCHEDULED,
+            published_at__isnull=False,
+            pool__isnull=True,
+        )
+        .order_by()
+        .values("execution_id")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    capped = (
+        Execution.objects.filter(pk__in=held.filter(pool__isnull=True).values("execution_id"))
+        .exclude(status__in=EXECUTION_TERMINAL | {ExecutionStatus.PAUSED})
+        .alias(in_flight=Coalesce(Subquery(in_flight), 0))
+        .filter(in_flight__lt=in_flight_cap())
+        .values_list("pk", flat=True)
+    )
+    for execution_id in capped.order_by("pk")[:BATCH]:
         with _item("top-up", execution_id), transaction.atomic():
             execution = store.lock_execution(execution_id)
             if execution.status not in EXECUTION_TERMINAL | {ExecutionStatus.PAUSED}:
