@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from executions.models import Attempt, AttemptStatus, Task
 from executions.services import sweep as sweeper
+from executions.services.advance import advance_pending
 from executions.services.attempts import attempt_claim, attempt_complete
 from tests.factories import start
 
@@ -89,6 +90,7 @@ def test_an_attempt_held_long_then_released_and_lost_is_sent_again_after_one_int
         scheduled_at=second.scheduled_at - timedelta(minutes=10)
     )
     assert attempt_claim(attempt_id=first.pk, worker_id="w") is not None
+    advance_pending(execution.pk, claims=True)  # the claim logged: the top-up runs
     second.refresh_from_db()
     assert second.published_at is not None
     assert second.released_at == second.published_at
@@ -120,6 +122,7 @@ def overtaken_setup() -> tuple[Attempt, Attempt]:
     assert attempt_complete(attempt_id=root.pk, worker_id="w", output=None)
     y = Attempt.objects.get(execution=execution, node_id="y")
     assert attempt_claim(attempt_id=y.pk, worker_id="w") is not None
+    advance_pending(execution.pk, claims=True)  # its task_started in the log
     x = Attempt.objects.get(execution=execution, node_id="x")
     y.refresh_from_db()
     assert x.status == AttemptStatus.SCHEDULED
