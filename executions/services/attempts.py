@@ -373,17 +373,6 @@ def _db(execution: Execution) -> Any:
 def _lease(attempt_id: int, node: Node, now: datetime) -> None:
     Attempt.objects.filter(pk=attempt_id).update(**_lease_fields(node, now))
 
-EXISTS (
-    SELECT 1 FROM executions_execution e
-    WHERE e.status = 'running' AND e.priority > %s
-      AND EXISTS (
-          SELECT 1 FROM executions_attempt a
-          WHERE a.execution_id = e.id AND a.status = 'scheduled'
-            AND (a.published_at IS NOT NULL OR a.pool_id IS NULL)
-      )
-)
-"""
-
 
 def _finish(
     attempt_id: int,
