@@ -3,13 +3,14 @@
 Query numbers are ASCII digits only: Python's int() also takes "²", "٣" and " 7 ", and
 an unbounded digit string hits the interpreter's conversion limit (a ValueError, a 500).
 
-PostgreSQL's json/text types refuse the NUL character (\\u0000); SQLite takes it. Refusing
-it at the door keeps both backends' behaviour the same and turns a would-be 500 into a 400
-that names where the character is.
+PostgreSQL's json/text types refuse the NUL character (\\u0000) and unpaired surrogates;
+SQLite takes them. Refusing them at the door keeps both backends' behaviour the same and
+turns a would-be 500 (or a generic 400) into a 400 that names where the character is.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rest_framework.exceptions import ValidationError
@@ -58,18 +59,24 @@ def query_text(request: Request, name: str, *, max_length: int) -> str | None:
     return raw
 
 
-def nul_path(value: Any) -> list[str] | None:
-    """The path to the first string holding a NUL, or None. Iterative: bodies may be deep."""
+#: What PostgreSQL's text and jsonb cannot hold: NUL, and a surrogate code point with no
+#: partner (JSON may spell one, "\\ud800"; Python's json gives it as a lone character).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable_path(value: Any) -> list[str] | None:
+    """The path to the first string (or key) holding a NUL or an unpaired surrogate, or
+    None. Iterative: bodies may be deep."""
     stack: list[tuple[Any, list[str]]] = [(value, [])]
     while stack:
         current, path = stack.pop()
         if isinstance(current, str):
-            if "\x00" in current:
+            if _UNSTORABLE.search(current):
                 return path
         elif isinstance(current, dict):
             for key, item in current.items():
-                if "\x00" in key:
-                    return [*path, key.replace("\x00", "\\u0000")]
+                if _UNSTORABLE.search(key):
+                    return [*path, key.encode("unicode_escape").decode("ascii")]
                 stack.append((item, [*path, key]))
         elif isinstance(current, list):
             stack.extend((item, [*path, str(index)]) for index, item in enumerate(current))
@@ -79,9 +86,12 @@ def nul_path(value: Any) -> list[str] | None:
 class StrictJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None) -> Any:
         data = super().parse(stream, media_type, parser_context)
-        path = nul_path(data)
+        path = unstorable_path(data)
         if path is not None:
-            message = f"NUL characters (\\u0000) are not accepted (at {'.'.join(path) or 'top'})."
+            message = (
+                "NUL characters (\\u0000) and unpaired surrogates (\\ud800-\\udfff) are not "
+                f"accepted (at {'.'.join(path) or 'top'})."
+            )
             raise ValidationError({path[0] if path else "non_field_errors": [message]})
         return data
 

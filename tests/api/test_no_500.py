@@ -112,3 +112,18 @@ def test_nul_characters_are_400_on_every_backend(api, paths) -> None:
     assert "input.k" in response.json()["input"][0]
     execution_path = paths[3].rsplit("/", 1)[0]
     assert api.get(f"{execution_path}/tasks/a%00b").status_code in (400, 404)
+
+
+def test_unpaired_surrogates_are_400_naming_where_on_every_backend(api) -> None:
+    """JSON may spell a lone surrogate ("\\ud800"); PostgreSQL's jsonb refuses it. Refused at
+    the door with the path, as NUL is; a proper pair (an emoji) is taken."""
+    for raw in (b'{"workflow": "fuzz", "input": {"k": "a\\ud800b"}}',
+                b'{"workflow": "fuzz", "input": {"\\udfff": 1}}'):  # fmt: skip
+        response = api.generic("POST", "/executions", raw, content_type="application/json")
+        assert response.status_code == 400, response.content
+        (message,) = response.json()["input"]
+        assert "unpaired surrogates" in message
+        assert "(at input." in message
+    paired = b'{"workflow": "no-such-workflow", "input": {"k": "\\ud83d\\ude00"}}'
+    response = api.generic("POST", "/executions", paired, content_type="application/json")
+    assert "surrogate" not in response.content.decode()
