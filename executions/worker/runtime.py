@@ -28,12 +28,11 @@ from executions.services.attempts import (
     attempt_complete,
     attempt_complete_and_claim_next,
     attempt_fail,
-    attempt_renew,
-    attempt_stalled,
 )
 from executions.services.children import child_start
 from executions.services.containment import attempt_boundary
 from executions.worker.faults import crashed_after_effect
+from executions.worker.lease import Lease, lease_keeper
 from executions.worker.watchdog import Watchdog, attempt_scope
 from nodes import tracing
 from nodes.context import Claimed, NodeContext
@@ -50,96 +49,6 @@ RECORD_RETRY_SECONDS = 60.0
 
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
-
-
-class LeaseKeeper(threading.Thread):
-    """Renews the lease in the background; a refused renewal means: stop, record nothing.
-
-    With `progress_seconds` (a function's heartbeat_timeout_seconds), the lease says only
-    that the process lives: when the function has not called ctx.heartbeat() (`beat`) for
-    that long, the keeper records the attempt timed out itself, stops, and calls
-    `on_stall` (the watchdog then frees the process slot if the function does not return).
-    """
-
-    def __init__(
-        self,
-        claimed: Claimed,
-        worker: str,
-        *,
-        progress_seconds: float | None = None,
-        on_stall: Callable[[], None] | None = None,
-    ):
-        super().__init__(name=f"lease-{claimed.attempt_id}", daemon=True)
-        self.claimed, self.worker = claimed, worker
-        self.lost = threading.Event()
-        self.done = threading.Event()
-        self.progress_seconds, self.on_stall = progress_seconds, on_stall
-        self.last_progress = time.monotonic()
-
-    def beat(self) -> bool:
-        """ctx.heartbeat(): the function made progress. Renews the lease now."""
-        if self.lost.is_set():
-            return False
-        self.last_progress = time.monotonic()
-        return self.renew()
-
-    def stalled(self) -> bool:
-        if self.progress_seconds is None:
-            return False
-        return time.monotonic() - self.last_progress > self.progress_seconds
-
-    def stall(self) -> None:
-        seconds = self.progress_seconds or 0.0
-        self.lost.set()  # from now on ctx.heartbeat() raises NodeCancelled
-        recorded = attempt_stalled(
-            attempt_id=self.claimed.attempt_id, worker_id=self.worker, seconds=seconds
-        )
-        if recorded and self.on_stall is not None:
-            self.on_stall()
-
-    def renew(self) -> bool:
-        try:
-            ok = attempt_renew(
-                attempt_id=self.claimed.attempt_id,
-                worker_id=self.worker,
-                lease_seconds=self.claimed.lease_seconds,
-            )
-        except (OperationalError, InterfaceError):
-            if connection.in_atomic_block:
-                raise
-            # The database is away for a moment: the lease stands or lapses on its own, and
-            # the next renewal, on a new connection, tells which. Giving up here would lose
-            # a healthy attempt to the sweeper however short the outage.
-            connection.close()
-            log.warning("lease renewal of attempt %s failed; will retry", self.claimed.attempt_id)
-            return True
-        if not ok:
-            self.lost.set()
-        return ok
-
-    def run(self) -> None:
-        with attempt_scope(self.claimed, self.worker):
-            self._keep()
-
-    def _keep(self) -> None:
-        interval = max(0.2, self.claimed.lease_seconds / 3)
-        if self.progress_seconds is not None:
-            interval = min(interval, max(0.2, self.progress_seconds / 4))
-        try:
-            if not self.done.wait(SHOW_RUNNING_AFTER):
-                show_running(self.claimed)
-            while not self.done.wait(interval):
-                if self.stalled():
-                    self.stall()
-                    return
-                if not self.renew():
-                    return
-        except Exception:
-            log.warning(
-                "lease renewal failed for attempt %s", self.claimed.attempt_id, exc_info=True
-            )
-        finally:
-            connection.close()
 
 
 #: How long an attempt runs before its lease keeper logs what waits in its execution's
@@ -222,52 +131,54 @@ def _run_claimed(
     progress = claimed.node.heartbeat_timeout_seconds
     if kind is None or not kind.heartbeats_progress:
         progress = None
-    keeper = LeaseKeeper(
-        claimed,
-        worker,
-        progress_seconds=progress,
-        on_stall=lambda: watchdog.reclaim_after(stall_grace_seconds(progress or 0.0)),
+    keeper = lease_keeper()
+    lease = keeper.register(
+        Lease(
+            claimed,
+            worker,
+            progress_seconds=progress,
+            on_stall=lambda: watchdog.reclaim_after(stall_grace_seconds(progress or 0.0)),
+            running_after=SHOW_RUNNING_AFTER,
+            on_running=lambda: show_running(claimed),
+        )
     )
-    keeper.start()
     ctx = NodeContext(
         execution_id=claimed.execution_id,
         node_id=claimed.node.id,
         attempt=claimed.attempt,
         idempotency_key=f"{claimed.execution_id}:{claimed.node.id}",
-        _heartbeat=keeper.beat,
-        _is_cancelled=keeper.lost.is_set,
+        _heartbeat=lease.beat,
+        _is_cancelled=lease.lost.is_set,
     )
     if kind is not None and kind.starts_child:
         try:
             child_start(claimed=claimed, worker_id=worker)
         finally:
-            keeper.done.set()
-            keeper.join(timeout=5)
+            keeper.unregister(lease)
         return None
     began = time.monotonic()
     try:
         output = execute(claimed, ctx)
-        if claimed.faults and crashed_after_effect(claimed, keeper.lost, worker):
+        if claimed.faults and crashed_after_effect(claimed, lease.lost, worker):
             return None
     except NodeCancelled:
         log.info("attempt stopped: cancelled or timed out")
         return None
     except NodeError as exc:
-        if claimed.faults and crashed_after_effect(claimed, keeper.lost, worker):
+        if claimed.faults and crashed_after_effect(claimed, lease.lost, worker):
             return None
         error = exc.as_dict()
         tracing.attempt_failed(error)
         log.info("attempt failed after %.3fs: %s: %s", time.monotonic() - began,
                  error.get("type"), error.get("message"))  # fmt: skip
-        if not keeper.lost.is_set():
+        if not lease.lost.is_set():
             record(
                 attempt_fail, attempt_id=attempt_id, worker_id=worker, error=error, claimed=claimed
             )
         return None
     finally:
-        keeper.done.set()
-        keeper.join(timeout=5)
-    if keeper.lost.is_set():
+        keeper.unregister(lease)
+    if lease.lost.is_set():
         log.info("attempt stopped: its lease was lost (cancelled or timed out)")
         return None
     log.info("attempt succeeded after %.3fs", time.monotonic() - began)

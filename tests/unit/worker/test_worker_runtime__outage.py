@@ -10,8 +10,10 @@ from unittest import mock
 import pytest
 from django.db import OperationalError
 
+from executions.worker import lease as leases
 from executions.worker import runtime
-from executions.worker.runtime import LeaseKeeper, record
+from executions.worker.lease import Lease, LeaseKeeper
+from executions.worker.runtime import record
 from nodes.context import Claimed
 from workflows.dsl.parser import parse_definition
 
@@ -27,12 +29,12 @@ def claimed():
 
 
 def test_a_renewal_that_meets_an_outage_keeps_the_attempt(claimed) -> None:
-    with mock.patch.object(runtime, "attempt_renew", side_effect=[DOWN, True]) as renew:
-        keeper = LeaseKeeper(claimed, "w")
-        assert keeper.renew() is True  # unknown yet: carry on
-        assert keeper.renew() is True
+    with mock.patch.object(leases, "attempt_renew", side_effect=[DOWN, True]) as renew:
+        lease = Lease(claimed, "w")
+        assert lease.renew() is True  # unknown yet: carry on
+        assert lease.renew() is True
     assert renew.call_count == 2
-    assert not keeper.lost.is_set()
+    assert not lease.lost.is_set()
 
 
 def test_the_keeper_thread_renews_again_after_an_outage(claimed) -> None:
@@ -46,22 +48,24 @@ def test_the_keeper_thread_renews_again_after_an_outage(claimed) -> None:
         renewed_after_outage.set()
         return True
 
-    with mock.patch.object(runtime, "attempt_renew", side_effect=renew):
-        keeper = LeaseKeeper(claimed, "w")
+    with mock.patch.object(leases, "attempt_renew", side_effect=renew):
+        keeper = LeaseKeeper()
         keeper.start()
+        lease = keeper.register(Lease(claimed, "w"))
         try:
             assert renewed_after_outage.wait(timeout=10), "the keeper gave up renewing"
         finally:
-            keeper.done.set()
+            keeper.unregister(lease)
+            keeper.stop()
             keeper.join(timeout=5)
-    assert not keeper.lost.is_set()
+    assert not lease.lost.is_set()
 
 
 def test_a_refused_renewal_still_means_stop(claimed) -> None:
-    with mock.patch.object(runtime, "attempt_renew", return_value=False):
-        keeper = LeaseKeeper(claimed, "w")
-        assert keeper.renew() is False
-    assert keeper.lost.is_set()
+    with mock.patch.object(leases, "attempt_renew", return_value=False):
+        lease = Lease(claimed, "w")
+        assert lease.renew() is False
+    assert lease.lost.is_set()
 
 
 def test_recording_a_result_retries_through_an_outage() -> None:
