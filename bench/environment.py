@@ -79,6 +79,8 @@ class Setup:
     result_url: str
     log_dir: Path
     env: dict[str, str]
+    #: Celery task events (task-sent, task-received, ...) on both sides or on neither.
+    celery_events: bool = False
 
     @property
     def database(self) -> str:
@@ -94,8 +96,20 @@ def bench_urls(variant: Variant) -> tuple[str, str, str]:
     return database_url, broker_url, result_url
 
 
-def prepare(variant: Variant, database_url: str, broker_url: str, result_url: str) -> Setup:
-    """A fresh database, a log directory, and this process's environment pointed at them."""
+def prepare(
+    variant: Variant,
+    database_url: str,
+    broker_url: str,
+    result_url: str,
+    *,
+    celery_events: bool = False,
+) -> Setup:
+    """A fresh database, a log directory, and this process's environment pointed at them.
+
+    `celery_events`: both the engine (WORKFLOW_CELERY_EVENTS, on by default outside the
+    bench) and raw Celery (bench/raw_app.py, off by Celery's default) send task events,
+    or neither does: each costs a worker a few event messages per task, so one side
+    sending them and the other not would tilt the comparison."""
     print(f"==> bench {variant.name}: database {urlsplit(database_url).path.lstrip('/')}, "
           f"broker {broker_url}, raw results {result_url}", flush=True)  # fmt: skip
     recreate_database(database_url)
@@ -109,9 +123,11 @@ def prepare(variant: Variant, database_url: str, broker_url: str, result_url: st
         "WORKFLOW_VAR_DIR": str(log_dir / "var"),
         "PYTHONPATH": str(ROOT),
         "DJANGO_SETTINGS_MODULE": "config.settings",
+        "WORKFLOW_CELERY_EVENTS": "1" if celery_events else "0",
+        "BENCH_CELERY_EVENTS": "1" if celery_events else "0",
     }
     os.environ.update(env)
-    return Setup(database_url, broker_url, result_url, log_dir, env)
+    return Setup(database_url, broker_url, result_url, log_dir, env, celery_events)
 
 
 def setup_django(setup: Setup):

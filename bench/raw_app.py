@@ -13,6 +13,8 @@ from celery import Celery
 
 BROKER_URL = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/2")
 RESULT_URL = os.environ.get("BENCH_RESULT_URL", "redis://127.0.0.1:6379/3")
+#: Task events as the engine sends them in this run (bench/environment.py prepare).
+EVENTS = os.environ.get("BENCH_CELERY_EVENTS", "0") == "1"
 QUEUE = "bench_raw"
 
 # Not the current app: in the bench runner the engine's app (config) must stay current,
@@ -35,4 +37,6 @@ app.conf.update(
     worker_hijack_root_logger=False,
     result_expires=3600,
     broker_connection_retry_on_startup=True,
+    worker_send_task_events=EVENTS,
+    task_send_sent_event=EVENTS,
 )

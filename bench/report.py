@@ -84,6 +84,7 @@ def build_result(
             "raw_workers": "1 x `celery -A bench.raw_app worker --concurrency 2` (prefork, "
             "prefetch 1, acks late)",
             "api": "gunicorn config.wsgi -w 2 (sync)",
+            "celery_task_events": setup.celery_events,
             "sizes": asdict(variant),
         },
         "figures": figures,

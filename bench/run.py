@@ -45,6 +45,12 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "--only", default="", help=f"comma-separated subset of: {', '.join(SCENARIOS)}"
     )
     parser.add_argument("--output", default="", help="write the JSON here as well")
+    parser.add_argument(
+        "--celery-events",
+        action="store_true",
+        help="task events (task-sent and the worker's) on for both the engine and raw "
+        "Celery; default off for both, raw Celery's default",
+    )
     args = parser.parse_args(argv)
     only = [s for s in args.only.split(",") if s] or list(SCENARIOS)
     unknown = set(only) - set(SCENARIOS)
@@ -59,6 +65,9 @@ def run_scenarios(
     """Workers up, both pools warmed, then each scenario; a failed one keeps the others."""
     from bench.raw_app import QUEUE
     from bench.raw_app import app as raw_app
+
+    # Published from this process too (the raw scenarios' chains and chords).
+    raw_app.conf.task_send_sent_event = setup.celery_events
 
     procs = Supervisor(setup.log_dir, setup.env)
     errors: dict[str, str] = {}
@@ -89,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     variant = VARIANTS[args.variant]
     urls = bench_urls(variant)
     started = time.time()
-    setup = prepare(variant, *urls)
+    setup = prepare(variant, *urls, celery_events=args.celery_events)
     stamps = setup_django(setup)
     bench, errors = run_scenarios(variant, only, setup, stamps)
     result = build_result(

@@ -140,11 +140,17 @@ def _schedule_attempts(
 
         def publish() -> None:
             workflow = messages.workflow_name(workflow_id)
-            for attempt_id, node_id, attempt, kind in out:
-                shadow = messages.attempt_name(workflow, node_id, attempt)
-                messages.publish_attempt(
-                    attempt_id, shadow=shadow, node_type=kind, priority=priority
-                )
+            messages.publish_attempts(
+                [
+                    messages.AttemptMessage(
+                        attempt_id,
+                        messages.attempt_name(workflow, node_id, attempt),
+                        kind,
+                        priority,
+                    )
+                    for attempt_id, node_id, attempt, kind in out
+                ]
+            )
 
         outbox.add(publish)
     return held

@@ -4,8 +4,9 @@ publish fails, the sweeper finds the row that needed it and publishes again."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -48,23 +49,59 @@ def broker_priority(priority: int) -> int:
     return 9 - max(0, min(9, priority))
 
 
+class AttemptMessage(NamedTuple):
+    """One run_task message (publish_attempt's arguments)."""
+
+    attempt_id: int
+    shadow: str | None = None
+    node_type: str = ""
+    priority: int = 0
+
+
 def publish_attempt(
-    attempt_id: int, shadow: str | None = None, node_type: str = "", priority: int = 0
+    attempt_id: int,
+    shadow: str | None = None,
+    node_type: str = "",
+    priority: int = 0,
+    *,
+    producer: Any = None,
 ) -> None:
     """`shadow`: the readable task name (attempt_name) the message carries for monitors;
     `node_type`: routes it to the type's own queue, if WORKFLOW_NODE_QUEUES names one;
-    `priority`: the execution's (Execution.priority)."""
+    `priority`: the execution's (Execution.priority); `producer`: one already holding a
+    broker connection (publish_attempts), else one is taken from the pool for this."""
     from executions.worker.runtime import run_task
 
+    options: dict[str, Any] = {"priority": broker_priority(priority)}
     queue = node_queue(node_type)
-    level = broker_priority(priority)
+    if queue is not None:  # else CELERY_TASK_ROUTES: the nodes queue
+        options["queue"] = queue
+    if producer is not None:
+        options["producer"] = producer
 
     def send() -> object:
-        if queue is None:  # CELERY_TASK_ROUTES: the nodes queue
-            return run_task.apply_async(args=(attempt_id,), shadow=shadow, priority=level)
-        return run_task.apply_async(args=(attempt_id,), shadow=shadow, priority=level, queue=queue)
+        return run_task.apply_async(args=(attempt_id,), shadow=shadow, **options)
 
     _safely(send, f"attempt {attempt_id}")
+
+
+def publish_attempts(batch: Sequence[AttemptMessage]) -> None:
+    """Many run_task messages (a fan-out's, a map's, a top-up's, the sweeper's) over one
+    producer: its broker connection is taken from the pool once, not once per message.
+    Each message is still its own publish, with its own priority, queue and name."""
+    if len(batch) <= 1:
+        for message in batch:
+            publish_attempt(*message)
+        return
+    from executions.worker.runtime import run_task
+
+    try:
+        with run_task.app.producer_or_acquire() as producer:
+            for message in batch:
+                publish_attempt(*message, producer=producer)
+    except Exception:  # no connection to take: the sweeper republishes from the database
+        log.warning("could not publish %d attempts; the sweeper will retry", len(batch),
+                    exc_info=True)  # fmt: skip
 
 
 def publish_timer(timer_id: int, delay_seconds: float) -> None:

@@ -95,22 +95,26 @@ def publish_released(execution: Execution, rows: Iterable[Released]) -> None:
 
 def _publish(workflow_id: int, version_id: int, priority: int, rows: Iterable[Released]) -> None:
     """The released attempts' messages (after commit), named and routed by node type, at
-    their execution's priority. Each send on its own: one that fails (its node gone from
-    a definition that no longer parses, the broker refusing it) leaves the others going
-    out; the sweeper republishes the one that did not (it is marked published)."""
+    their execution's priority, over one producer (messages.publish_attempts). Each send on
+    its own: one that fails (its node gone from a definition that no longer parses, the
+    broker refusing it) leaves the others going out; the sweeper republishes the one that
+    did not (it is marked published)."""
     try:
         workflow = messages.workflow_name(workflow_id)
         definition = definition_for(version_id)
     except Exception:
         log.warning("could not name released attempts; the sweeper will", exc_info=True)
         workflow, definition = "", None
+    batch = []
     for attempt_id, node_id, attempt in rows:
         try:
             kind = definition.node_for(node_id).type if definition is not None else ""
-            shadow = messages.attempt_name(workflow, node_id, attempt) if workflow else None
-            messages.publish_attempt(attempt_id, shadow=shadow, node_type=kind, priority=priority)
         except Exception:
-            log.warning("could not publish attempt %s; the sweeper will", attempt_id, exc_info=True)
+            log.warning("could not route attempt %s by its node type", attempt_id, exc_info=True)
+            kind = ""
+        shadow = messages.attempt_name(workflow, node_id, attempt) if workflow else None
+        batch.append(messages.AttemptMessage(attempt_id, shadow, kind, priority))
+    messages.publish_attempts(batch)
 
 
 # Pools.

@@ -180,6 +180,7 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
     rows = stale.order_by("-execution__priority", "scheduled_at").values_list(
         *columns, "attempt", "node_type", "execution__priority"
     )[:BATCH]
+    batch: list[messages.AttemptMessage] = []
     for attempt_id, published_at, execution_id, workflow, node_id, attempt, kind, priority in rows:
         with _item("republish", execution_id):
             # Stamped as it is sent, not at the tick's start (seconds earlier under load):
@@ -191,10 +192,10 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
                 published_at=sent_at
             ):
                 shadow = messages.attempt_name(workflow, node_id, attempt)
-                messages.publish_attempt(
-                    attempt_id, shadow=shadow, node_type=kind or "", priority=priority
-                )
+                batch.append(messages.AttemptMessage(attempt_id, shadow, kind or "", priority))
                 report.republished += 1
+    # In priority order still, over one broker connection.
+    messages.publish_attempts(batch)
 
 
 def _overtaken(claimed_by: datetime) -> Exists:

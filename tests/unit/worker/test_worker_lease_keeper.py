@@ -179,10 +179,13 @@ def test_a_stalled_function_is_timed_out_and_on_stall_called(keeper) -> None:
 
 def test_the_process_keeper_is_one_thread_and_restarts_in_a_new_process() -> None:
     first = lease_keeper()
-    assert lease_keeper() is first and first.is_alive()
+    assert lease_keeper() is first
+    assert first.is_alive()
     first.pid = os.getpid() + 1  # as a forked child sees its parent's keeper
     second = lease_keeper()
-    assert second is not first and second.is_alive() and second.pid == os.getpid()
+    assert second is not first
+    assert second.is_alive()
+    assert second.pid == os.getpid()
     assert lease_keeper() is second
     first.stop()
     first.join(timeout=5)
