@@ -57,6 +57,10 @@ class AttemptMessage(NamedTuple):
     node_type: str = ""
     priority: int = 0
 
+    def options(self) -> dict[str, Any]:
+        # By keyword, as every caller of publish_attempt passes them.
+        return {"shadow": self.shadow, "node_type": self.node_type, "priority": self.priority}
+
 
 def publish_attempt(
     attempt_id: int,
@@ -91,14 +95,14 @@ def publish_attempts(batch: Sequence[AttemptMessage]) -> None:
     Each message is still its own publish, with its own priority, queue and name."""
     if len(batch) <= 1:
         for message in batch:
-            publish_attempt(*message)
+            publish_attempt(message.attempt_id, **message.options())
         return
     from executions.worker.runtime import run_task
 
     try:
         with run_task.app.producer_or_acquire() as producer:
             for message in batch:
-                publish_attempt(*message, producer=producer)
+                publish_attempt(message.attempt_id, **message.options(), producer=producer)
     except Exception:  # no connection to take: the sweeper republishes from the database
         log.warning("could not publish %d attempts; the sweeper will retry", len(batch),
                     exc_info=True)  # fmt: skip

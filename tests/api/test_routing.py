@@ -8,12 +8,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.utils import timezone
 from kombu.simple import SimpleQueue
 
 from config.celery import app
+from executions import messages
 from executions.models import Attempt
 from executions.services.sweep import sweep
 from tests.factories import start
@@ -77,4 +79,29 @@ def test_attempts_are_named_and_routed_by_node_type(
     with django_capture_on_commit_callbacks(execute=True):
         sweep()
     assert received(queues["http"])["shadow"] == f"wf:{workflow}/call#1"
+    assert empty(queues["function"])
+
+
+def test_a_fan_out_publishes_its_attempts_over_one_producer(
+    queues: dict[str, SimpleQueue], django_capture_on_commit_callbacks
+) -> None:
+    """Six attempts scheduled by one commit: one broker connection taken from the pool,
+    six messages, each named, routed and at its execution's priority as if sent alone."""
+    wide = {
+        "nodes": [{"id": f"n{i}", "type": "function", "function": "std.echo"} for i in range(6)]
+    }
+    pool = app.amqp.producer_pool
+    with (
+        mock.patch.object(pool, "acquire", wraps=pool.acquire) as acquired,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        execution = start(wide, priority=7)
+    assert acquired.call_count == 1
+    workflow = execution.workflow.name
+    got = {}
+    for _ in range(6):
+        message = queues["function"].get(timeout=10)
+        message.ack()
+        got[message.headers["shadow"]] = message.properties.get("priority")
+    assert got == {f"wf:{workflow}/n{i}#1": messages.broker_priority(7) for i in range(6)}
     assert empty(queues["function"])
