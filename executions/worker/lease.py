@@ -10,7 +10,9 @@ What a lease means is unchanged: a refused renewal marks it lost (ctx.heartbeat(
 raises NodeCancelled, and the runtime records nothing); with `progress_seconds` (a
 function's heartbeat_timeout_seconds) a function that stopped calling ctx.heartbeat()
 is recorded timed out by the keeper, which then calls `on_stall` (the watchdog frees the
-process slot if the function does not return); a database outage is waited out.
+process slot if the function does not return); a database outage is waited out. An
+attempt still running shortly after it began gets one `on_running` call from the keeper
+(the runtime drains its execution's inbox then: executions/worker/runtime.py).
 """
 
 from __future__ import annotations

@@ -189,3 +189,19 @@ def test_the_process_keeper_is_one_thread_and_restarts_in_a_new_process() -> Non
     assert lease_keeper() is second
     first.stop()
     first.join(timeout=5)
+
+
+def test_an_attempt_still_running_gets_one_on_running_call_before_its_renewals(keeper) -> None:
+    renewals, calls = Renewals(), []
+    with mock.patch.object(leases, "attempt_renew", side_effect=renewals):
+        quick = keeper.register(
+            Lease(claimed(1), "w", running_after=5.0, on_running=lambda: calls.append(1))
+        )
+        keeper.unregister(quick)  # ended before it was due: no call
+        slow = keeper.register(
+            Lease(claimed(2), "w", running_after=0.05, on_running=lambda: calls.append(2))
+        )
+        assert wait_for(lambda: renewals.count(2) >= 2)
+        keeper.unregister(slow)
+    assert calls == [2]
+    assert renewals.count(1) == 0
