@@ -95,16 +95,28 @@ def publish_attempts(batch: Sequence[AttemptMessage]) -> None:
     Each message is still its own publish, with its own priority, queue and name."""
     if len(batch) <= 1:
         for message in batch:
-            publish_attempt(message.attempt_id, **message.options())
+            _each(message, None)
         return
     from executions.worker.runtime import run_task
 
     try:
         with run_task.app.producer_or_acquire() as producer:
             for message in batch:
-                publish_attempt(message.attempt_id, **message.options(), producer=producer)
+                _each(message, producer)
     except Exception:  # no connection to take: the sweeper republishes from the database
         log.warning("could not publish %d attempts; the sweeper will retry", len(batch),
+                    exc_info=True)  # fmt: skip
+
+
+def _each(message: AttemptMessage, producer: Any) -> None:
+    """One send of a batch, on its own: one that fails leaves the others going out."""
+    options = message.options()
+    if producer is not None:
+        options["producer"] = producer
+    try:
+        publish_attempt(message.attempt_id, **options)
+    except Exception:
+        log.warning("could not publish attempt %s; the sweeper will retry", message.attempt_id,
                     exc_info=True)  # fmt: skip
 
 
