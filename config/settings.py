@@ -125,7 +125,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("WORKFLOW_MAX_BODY_BYTES", 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: its WWW-Authenticate header turns anonymous requests into 401.
-        "rest_framework.authentication.TokenAuthentication",
+        "config.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Each route and method needs the Django permission config/permissions.py maps it to.
