@@ -12,6 +12,7 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from executions.engine.events import RESULT_TYPES, EventType
 from executions.engine.statuses import ExecutionStatus, TaskStatus, choices
@@ -31,7 +32,10 @@ class Execution(models.Model):
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    #: Set when the instance is made, not at its INSERT (what auto_now_add did): a start
+    #: inserts the row after deciding (services/start.py), and created_at must not come
+    #: after the started_at of that decision.
+    created_at = models.DateTimeField(default=timezone.now, editable=False, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     replay_of = models.ForeignKey(
@@ -78,6 +82,12 @@ class Execution(models.Model):
     #: When it joined its key's queue (at a held start, or when its start_at came):
     #: the queue is first-in first-out by this, not by creation.
     held_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    #: Not a column. True on an execution begun before any of its rows was written
+    #: (services/start.py): its first unit of work inserts the row and its Task rows as
+    #: they were decided (projections.py), one INSERT each instead of an INSERT and an
+    #: UPDATE; cleared once they are.
+    tasks_unwritten: bool = False
 
     class Meta:
         ordering = ["-created_at"]

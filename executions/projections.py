@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import connection
 
+from executions.definitions import definition_for
 from executions.engine.state import ExecutionState, NodeState
 from executions.models import Execution, Task
 from workflows.dsl import Definition
@@ -59,6 +60,10 @@ def save_execution(execution: Execution, state: ExecutionState, *, snapshot: boo
     taken; else the (O(nodes) JSON) column is left as it was loaded."""
     for name, value in execution_fields(state).items():
         setattr(execution, name, value)
+    if execution._state.adding:
+        # Begun before its row was written (services/start.py): the row as decided.
+        execution.save(force_insert=True)
+        return
     fields = [*EXECUTION_FIELDS, *BOOKKEEPING_FIELDS]
     if not snapshot:
         fields.remove("snapshot")
@@ -74,6 +79,9 @@ def project_tasks(
     """The Task rows of `node_ids`; a map's item tasks get theirs when they first appear
     (given the definition). Call inside the lock."""
     touched = sorted(node_id for node_id in set(node_ids) if node_id in state.nodes)
+    if execution.tasks_unwritten:
+        _create_decided(execution, state, touched, definition)
+        return
     if len(touched) > 1 and connection.vendor == "postgresql":
         _project_in_one(execution, state, touched, definition)
         return
@@ -86,6 +94,31 @@ def project_tasks(
         if not updated and definition is not None:
             kind = definition.node_for(node_id).type
             Task.objects.create(execution=execution, node_id=node_id, type=kind, **fields)
+
+
+def _create_decided(
+    execution: Execution, state: ExecutionState, touched: list[str], definition: Definition | None
+) -> None:
+    """A new execution's Task rows in one INSERT: the definition's nodes (the touched ones
+    as decided, the others pending), then the touched nodes it does not name (map items),
+    in the order create_tasks and then an update would have created them."""
+    definition = definition or definition_for(execution.version_id)
+    ids = [node.id for node in definition.nodes]
+    ids += [node_id for node_id in touched if node_id not in definition.by_id]
+    decided = set(touched)
+    Task.objects.bulk_create(
+        (
+            Task(
+                execution=execution,
+                node_id=node_id,
+                type=definition.node_for(node_id).type,
+                **(task_fields(state.nodes[node_id]) if node_id in decided else {}),
+            )
+            for node_id in ids
+        ),
+        batch_size=500,
+    )
+    execution.tasks_unwritten = False
 
 
 #: Above this many nodes, one SELECT and a batched UPDATE beat an UPDATE per node.

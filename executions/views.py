@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
@@ -19,7 +17,6 @@ from config.openapi import CONFLICT, query_parameter
 from config.pagination import CountlessPage, LogPage, SeqPage
 from config.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key, query_int, query_text
 from executions import selectors
-from executions.definitions import definition_for
 from executions.filters import ExecutionFilter
 from executions.longpoll import wait_for_rows
 from executions.models import Execution
@@ -32,8 +29,7 @@ from executions.serializers import (
     TaskSerializer,
 )
 from executions.services.start import execution_start
-from workflows.dsl.concurrency import ConcurrencyKeyError, render_key
-from workflows.models import WorkflowVersion
+from workflows.dsl.concurrency import ConcurrencyKeyError
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
@@ -68,31 +64,22 @@ class ExecutionListCreate(generics.ListAPIView):
         version = selectors.version_named(data["workflow"], data.get("version"))
         key = idempotency_key(request)
         input = {} if data["input"] is None else data["input"]
-        _check_concurrency_key(version, input)
-        execution, _ = execution_start(
-            version=version,
-            input=input,
-            idempotency_key=key,
-            start_at=data.get("start_at"),
-            by=request.user.get_username(),
-            faults=data.get("faults"),
-            priority=data["priority"],
-        )
-        return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
-
-
-def _check_concurrency_key(version: WorkflowVersion, input: Any) -> None:
-    """A 400 for an input the workflow's concurrency key cannot be rendered from (other
-    starters, with no one to answer, get a failed execution naming it)."""
-    try:
-        spec = definition_for(version.pk).concurrency
-    except Exception:
-        return  # a version that no longer parses: its start fails that execution (201)
-    if spec is not None:
         try:
-            render_key(spec, input)
+            execution, _ = execution_start(
+                version=version,
+                input=input,
+                idempotency_key=key,
+                start_at=data.get("start_at"),
+                by=request.user.get_username(),
+                faults=data.get("faults"),
+                priority=data["priority"],
+                # A 400 for an input the concurrency key cannot be rendered from (other
+                # starters, with no one to answer, get a failed execution naming it).
+                key_errors=True,
+            )
         except ConcurrencyKeyError as exc:
             raise ValidationError({"input": [str(exc)]}) from None
+        return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
 
 
 class ExecutionDetail(generics.RetrieveAPIView):

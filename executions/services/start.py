@@ -58,6 +58,7 @@ def execution_start(
     by: str = "",
     faults: dict[str, Any] | None = None,
     priority: int | None = None,
+    key_errors: bool = False,
 ) -> tuple[Execution, bool]:
     """Create and start an execution. Returns (execution, created).
 
@@ -69,7 +70,11 @@ def execution_start(
     the API allows it only where WORKFLOW_FAULT_INJECTION=1, and not with start_at.
     `priority`: 0 to 9 (default: the parent's, else 0). A workflow with a `concurrency`
     limit renders its key here; a start that finds the key full is held (admission.py).
+    `key_errors`: an input the key cannot be rendered from raises ConcurrencyKeyError
+    before anything is read or written (the API's 400); otherwise the execution is
+    created failed, naming it (a schedule or trigger has no one to answer).
     """
+    key = _concurrency_key(version, input) if key_errors else None
     fingerprint = _fingerprint(version, input, start_at, faults, priority)
     existing = _existing(idempotency_key, engine_key, fingerprint)
     if existing is not None:
@@ -101,20 +106,27 @@ def execution_start(
             # start_at in the future: the START timer begins it (or holds it, with a key).
             later = start_at if start_at is not None and start_at > timezone.now() else None
             if definition.concurrency is not None:
-                row["concurrency_key"] = render_key(definition.concurrency, input)
+                row["concurrency_key"] = (
+                    key if key is not None else render_key(definition.concurrency, input)
+                )
                 # Held from the start (a start_at one once its time comes: timers.py).
                 row["held"] = later is None
                 row["held_start"] = admission.held_start(reuse, faults) if later is None else None
                 row["held_at"] = timezone.now() if later is None else None
-            execution = Execution.objects.create(**row)
-            create_tasks(execution, definition)
-            if later is not None:
-                _start_later(execution, later)
-            elif execution.held:
-                if admission.admit_at_start(execution.workflow_id, execution.concurrency_key):
-                    execution.refresh_from_db()
-            else:
+            execution = Execution(**row)
+            if later is None and not execution.held:
+                # Begun before its rows are written: its unit of work inserts the
+                # execution and its Task rows as decided (projections.py), not an INSERT
+                # now and an UPDATE at its commit. No one else can see it before then.
+                execution.tasks_unwritten = True
                 begin(execution, reuse or [], faults=faults)
+            else:
+                execution.save(force_insert=True)
+                create_tasks(execution, definition)
+                if later is not None:
+                    _start_later(execution, later)
+                elif admission.admit_at_start(execution.workflow_id, execution.concurrency_key):
+                    execution.refresh_from_db()
     except TRANSIENT:
         raise
     except Exception as exc:
@@ -125,6 +137,16 @@ def execution_start(
                 return existing, False
         return _failed_start(row, exc), True
     return execution, True
+
+
+def _concurrency_key(version: WorkflowVersion, input: Any) -> str | None:
+    """The version's concurrency key rendered over `input` (None: no limit, or a definition
+    that no longer parses, whose start fails that execution). Raises ConcurrencyKeyError."""
+    try:
+        spec = definition_for(version.pk).concurrency
+    except Exception:
+        return None
+    return None if spec is None else render_key(spec, input)
 
 
 def _failed_start(row: dict[str, Any], exc: Exception) -> Execution:
