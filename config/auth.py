@@ -28,9 +28,9 @@ def _query(token_model: Any) -> tuple[str, list[str], list[str]]:
     q = connection.ops.quote_name
     token_fields = [f for f in token_model._meta.concrete_fields]
     user_fields = [f for f in user_model._meta.concrete_fields]
-    own = user_model._meta.get_field("user_permissions").remote_field.through._meta
-    groups = user_model._meta.get_field("groups").remote_field.through._meta
-    granted = Group._meta.get_field("permissions").remote_field.through._meta
+    own = _through(user_model, "user_permissions")
+    groups = _through(user_model, "groups")
+    granted = _through(Group, "permissions")
 
     user_pk = q(user_model._meta.pk.column)
 
@@ -63,6 +63,11 @@ def _query(token_model: Any) -> tuple[str, list[str], list[str]]:
     return sql, [f.attname for f in token_fields], [f.attname for f in user_fields]
 
 
+def _through(model: Any, name: str) -> Any:
+    """The options (_meta) of a many-to-many field's table."""
+    return model._meta.get_field(name).remote_field.through._meta
+
+
 class TokenAuthentication(authentication.TokenAuthentication):
     """DRF's, with the user's permissions read in the token's query (PostgreSQL)."""
 
@@ -81,11 +86,11 @@ class TokenAuthentication(authentication.TokenAuthentication):
         user = get_user_model().from_db(
             connection.alias, user_names, row[split : split + len(user_names)]
         )
-        token.user = user
+        token.user = user  # type: ignore[attr-defined]  # DRF's Token, or a token model like it
         if not user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         if not user.is_superuser:  # who has every permission (ModelBackend reads them all)
             # ModelBackend.get_all_permissions (behind has_perm) keeps them here per request.
             own, groups = row[-2], row[-1]
-            user._perm_cache = {*own, *groups}
+            user._perm_cache = {*own, *groups}  # type: ignore[attr-defined]
         return user, token

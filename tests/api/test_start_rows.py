@@ -44,6 +44,7 @@ def test_the_rows_of_a_start_are_inserted_as_decided() -> None:
     stored = Execution.objects.get(pk=execution.pk)
     assert stored.status == "running"
     assert stored.last_seq == stored.decided_seq > 1
+    assert stored.started_at is not None
     assert stored.created_at <= stored.started_at
     # Definition order first (untouched ones pending), then the map's scheduled items.
     assert _rows(execution) == [
