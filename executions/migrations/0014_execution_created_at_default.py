@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('executions', '0012_attempt_inbox'),
+        ('executions', '0013_attempt_released_at'),
     ]
 
     operations = [
