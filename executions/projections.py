@@ -108,17 +108,22 @@ def _create_decided(
     decided = set(touched)
     Task.objects.bulk_create(
         (
-            Task(
-                execution=execution,
-                node_id=node_id,
-                type=definition.node_for(node_id).type,
-                **(task_fields(state.nodes[node_id]) if node_id in decided else {}),
-            )
+            _task_row(execution, definition, node_id, state if node_id in decided else None)
             for node_id in ids
         ),
         batch_size=500,
     )
     execution.tasks_unwritten = False
+
+
+def _task_row(
+    execution: Execution, definition: Definition, node_id: str, state: ExecutionState | None
+) -> Task:
+    """A new Task row: as `state` has the node, or pending (None)."""
+    fields = task_fields(state.nodes[node_id]) if state is not None else {}
+    return Task(
+        execution=execution, node_id=node_id, type=definition.node_for(node_id).type, **fields
+    )
 
 
 #: Above this many nodes, one SELECT and a batched UPDATE beat an UPDATE per node.
@@ -153,13 +158,7 @@ def _project_in_one(
     missing = [node_id for node_id in node_ids if node_id not in updated]
     if missing and definition is not None:  # map items, at their first appearance
         Task.objects.bulk_create(
-            Task(
-                execution=execution,
-                node_id=node_id,
-                type=definition.node_for(node_id).type,
-                **task_fields(state.nodes[node_id]),
-            )
-            for node_id in missing
+            _task_row(execution, definition, node_id, state) for node_id in missing
         )
 
 
@@ -189,12 +188,7 @@ def _project_many(
     if definition is not None:
         Task.objects.bulk_create(
             [
-                Task(
-                    execution=execution,
-                    node_id=node_id,
-                    type=definition.node_for(node_id).type,
-                    **task_fields(state.nodes[node_id]),
-                )
+                _task_row(execution, definition, node_id, state)
                 for node_id in node_ids
                 if node_id not in existing
             ],
