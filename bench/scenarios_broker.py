@@ -81,6 +81,11 @@ class BrokerScenarios(BenchBase):
         from executions.engine.statuses import EXECUTION_TERMINAL
         from executions.models import Attempt, Execution
 
+        if not settings.CELERY_TASK_SEND_SENT_EVENT:
+            # Counted from task-sent events: without them every count is 0, a false pass.
+            raise RuntimeError("broker messages are counted from task-sent events: run it "
+                               "with --celery-events (./dev bench full --only broker "
+                               "--celery-events)")  # fmt: skip
         width = SIZES[self.v.name]
         client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
         definition = {
