@@ -22,6 +22,7 @@ from executions.definitions import definition_for
 from executions.engine.chain import Linked, first_break
 from executions.engine.events import Event, EventType
 from executions.engine.fold import fold
+from executions.engine.inbox import RESULT_EVENTS
 from executions.engine.nodes import WORKER_TYPES
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
@@ -31,12 +32,9 @@ from executions.projections import differences, rebuild
 from executions.services.advance import decide_into
 from workflows.dsl import Definition
 
-#: The stored status of an attempt once its result event is in the log.
-_RESULT_STATUS = {
-    EventType.TASK_COMPLETED: AttemptStatus.SUCCEEDED,
-    EventType.TASK_FAILED: AttemptStatus.FAILED,
-    EventType.TASK_TIMED_OUT: AttemptStatus.TIMED_OUT,
-}
+#: The stored status of an attempt once its result event is in the log: the inbox's own
+#: mapping (executions/engine/inbox.py), read the other way.
+_RESULT_STATUS = {event: AttemptStatus(status) for status, event in RESULT_EVENTS.items()}
 _OPEN = (AttemptStatus.SCHEDULED, AttemptStatus.RUNNING)
 
 
