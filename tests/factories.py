@@ -37,3 +37,13 @@ def events(
     if node_id:
         rows = rows.filter(node_id=node_id)
     return list(rows)
+
+
+def fan(width: int) -> dict[str, Any]:
+    """A definition: one root node, then `width` no-op branches after it."""
+    nodes: list[dict[str, Any]] = [{"id": "root", "type": "function", "function": "std.noop"}]
+    nodes += [
+        {"id": f"f{i}", "type": "function", "function": "std.noop", "depends_on": ["root"]}
+        for i in range(width)
+    ]
+    return {"nodes": nodes}

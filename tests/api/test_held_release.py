@@ -24,7 +24,7 @@ from executions.services.attempts import (
     attempt_complete_and_claim_next,
 )
 from executions.services.pools import pool_create
-from tests.factories import start
+from tests.factories import fan, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,15 +37,6 @@ def sent(monkeypatch) -> list[tuple[int, dict[str, Any]]]:
         messages, "publish_attempt", lambda pk, **kwargs: published.append((pk, kwargs))
     )
     return published
-
-
-def fan(width: int) -> dict[str, Any]:
-    nodes: list[dict[str, Any]] = [{"id": "root", "type": "function", "function": "std.noop"}]
-    nodes += [
-        {"id": f"f{i}", "type": "function", "function": "std.noop", "depends_on": ["root"]}
-        for i in range(width)
-    ]
-    return {"nodes": nodes}
 
 
 CHAIN = {

@@ -21,7 +21,7 @@ from executions.services.attempts import (
     attempt_fail,
 )
 from executions.services.pools import pool_create
-from tests.factories import events, start
+from tests.factories import events, fan, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -262,15 +262,6 @@ def test_eager_dispatch_respects_the_pool(sent) -> None:
 
 
 # The in-flight cap.
-
-
-def fan(width: int) -> dict[str, Any]:
-    nodes: list[dict[str, Any]] = [{"id": "root", "type": "function", "function": "std.noop"}]
-    nodes += [
-        {"id": f"f{i}", "type": "function", "function": "std.noop", "depends_on": ["root"]}
-        for i in range(width)
-    ]
-    return {"nodes": nodes}
 
 
 def test_a_fan_out_publishes_up_to_the_cap_and_tops_up_as_claims_take_them(

@@ -7,7 +7,6 @@ cap), and a message a later peer overtook is sent again at once."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -16,7 +15,7 @@ from executions.models import Attempt, AttemptStatus, Task
 from executions.services import sweep as sweeper
 from executions.services.advance import advance_pending
 from executions.services.attempts import attempt_claim, attempt_complete
-from tests.factories import start
+from tests.factories import fan, start
 
 pytestmark = pytest.mark.django_db
 
@@ -58,15 +57,6 @@ def test_a_claimed_attempt_is_never_republished(monkeypatch, settings):
 
 
 # An attempt held before its release: the backoff counts from the release.
-
-
-def fan(width: int) -> dict[str, Any]:
-    nodes: list[dict[str, Any]] = [{"id": "root", "type": "function", "function": "std.noop"}]
-    nodes += [
-        {"id": f"f{i}", "type": "function", "function": "std.noop", "depends_on": ["root"]}
-        for i in range(width)
-    ]
-    return {"nodes": nodes}
 
 
 def test_an_attempt_held_long_then_released_and_lost_is_sent_again_after_one_interval(
