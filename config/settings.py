@@ -6,7 +6,6 @@ processes on one machine with nothing installed.
 """
 
 import os
-from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -228,16 +227,15 @@ for _route in _list("WORKFLOW_NODE_QUEUES"):
             f"WORKFLOW_NODE_QUEUES: {_route!r} is not 'node_type:queue' (e.g. http:http)"
         )
     WORKFLOW_NODE_QUEUES[_type.strip()] = _queue.strip()
-# django-celery-beat's DatabaseScheduler with a heartbeat for healthchecks (schedules/beat.py).
-CELERY_BEAT_SCHEDULER = "schedules.beat:Scheduler"
+# django-celery-beat's own DatabaseScheduler, as a host project runs it: the engine adds
+# its sweeper to it at beat start and restores the entry whenever the table loses it
+# (executions/beat.py). Nothing else to configure.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 WORKFLOW_SWEEP_INTERVAL = float(os.environ.get("WORKFLOW_SWEEP_INTERVAL", "1.0"))
-CELERY_BEAT_SCHEDULE = {
-    "workflow-sweeper": {
-        "task": "executions.tasks.sweep",
-        "schedule": timedelta(seconds=WORKFLOW_SWEEP_INTERVAL),
-        "options": {"expires": max(WORKFLOW_SWEEP_INTERVAL * 5, 5.0)},
-    }
-}
+# /healthz and /metrics call the sweeper stale when its last completed sweep is older
+# (default: ten intervals, at least 30 s).
+if os.environ.get("WORKFLOW_SWEEPER_STALE_SECONDS"):
+    WORKFLOW_SWEEPER_STALE_SECONDS = float(os.environ["WORKFLOW_SWEEPER_STALE_SECONDS"])
 
 # --- Engine -----------------------------------------------------------------
 WORKFLOW_HTTP_ALLOWED_HOSTS = _list("WORKFLOW_HTTP_ALLOWED_HOSTS")

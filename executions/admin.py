@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import uuid
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.urls import path
 from django.utils.html import format_html
+from django_celery_beat import admin as celery_beat_admin
+from django_celery_beat.models import PeriodicTask
 
 from config.permissions import OPERATE
+from executions.beat import engine_entries
 from executions.console.actions import action_view
 from executions.console.changelist import (
     EstimatedCountPaginator,
@@ -20,6 +25,7 @@ from executions.console.changelist import (
 from executions.console.timeline import seconds_text
 from executions.console.views import console_view
 from executions.engine.events import Source
+from executions.liveness import sweeper_status
 from executions.models import Attempt, Event, Execution, Task, Timer
 from executions.pool_views import SLOTS_HELP
 from executions.services.pools import pool_update, pools_in_use
@@ -126,7 +132,31 @@ class ExecutionAdmin(ReadOnlyLargeTableAdmin):
         ]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
+        warn_if_sweeper_stale(request)
         return console_view(self, request, object_id)
+
+    def changelist_view(self, request, extra_context=None):
+        warn_if_sweeper_stale(request)
+        return super().changelist_view(request, extra_context)
+
+
+def warn_if_sweeper_stale(request: HttpRequest) -> None:
+    """Without sweeps, nothing the page shows as waiting on time (a lease, a timer, a
+    retry, a held execution) moves: say so where an operator looks first."""
+    status = sweeper_status()
+    if status.state in ("ok", "unknown"):
+        return
+    when = (
+        f"its last completed sweep was {seconds_text(status.age_seconds or 0)} ago"
+        if status.last_sweep_at
+        else "no sweep has completed yet"
+    )
+    messages.warning(
+        request,
+        f"The sweeper is {status.state}: {when}. Until it runs, no lease times out and no "
+        "timer, retry or held execution moves on. Check that celery beat runs and that a "
+        "worker consumes the orchestrator queue.",
+    )
 
 
 class EventSourceFilter(admin.SimpleListFilter):
@@ -238,3 +268,17 @@ class PoolAdmin(admin.ModelAdmin):
     @admin.display(ordering="waiting", description="waiting")
     def waiting(self, obj: Pool) -> int:
         return getattr(obj, "waiting", 0)
+
+
+class PeriodicTaskAdmin(celery_beat_admin.PeriodicTaskAdmin):
+    """django-celery-beat's periodic tasks without the engine's own entries (the sweeper):
+    beat writes those back from the engine's definition whenever it reads the table
+    (executions/beat.py), so an edit here could only mislead. /healthz shows the sweeper."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).exclude(name__in=list(engine_entries()))
+
+
+if admin.site.is_registered(PeriodicTask):
+    admin.site.unregister(PeriodicTask)
+admin.site.register(PeriodicTask, PeriodicTaskAdmin)

@@ -13,3 +13,6 @@ class ExecutionsConfig(AppConfig):
         from workflows.dsl.limits import configure_from
 
         configure_from(lambda name, default: getattr(settings, name, default))
+
+        # Connects beat_init: beat's scheduler keeps the sweeper (executions/beat.py).
+        from executions import beat  # noqa: F401

@@ -367,3 +367,20 @@ class Timer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.node_id}#{self.attempt} due {self.due_at:%Y-%m-%d %H:%M:%S}"
+
+
+class SweeperState(models.Model):
+    """When the sweeper last completed a sweep (one row per named sweeper): what /healthz,
+    /metrics and the console read to say whether lease timeouts, timers, republishes and
+    admission are still happening. Written at the end of every sweep, so a missing or old
+    row means beat stopped sending sweeps or the workers stopped running them."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    completed_at = models.DateTimeField()
+    #: Seconds the last sweep took, start to end.
+    took_seconds = models.FloatField(default=0.0)
+    #: The last sweep's counts (SweepReport: timed_out, timers_fired, republished, ...).
+    report = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"{self.name} completed {self.completed_at:%Y-%m-%d %H:%M:%S}"

@@ -1,4 +1,9 @@
-"""Liveness of what every request and task needs: the database and the broker.
+"""Liveness of what every request and task needs (the database and the broker), and of
+the sweeper, which every lease timeout, timer and lost message needs.
+
+The status code answers for this process only (database and broker): a beat that stopped
+does not make a load balancer take every web process out. The sweeper's state is in the
+body, and its age in /metrics, for an alert (deploy/prometheus/alerts.yml).
 
 The answer is public (a load balancer's probe carries no token), so it names what is down
 and why in a few fixed words, never the error's own text: drivers put hosts, user names
@@ -14,6 +19,7 @@ from django.db import connection
 from kombu import Connection
 
 from config.celery import app
+from executions.liveness import sweeper_status
 
 #: Seconds a check may take: a load balancer's probe must not hang on a dead server.
 BROKER_TIMEOUT = 2.0
@@ -59,9 +65,18 @@ def reason(exc: BaseException) -> str:
     return "failed (details in the server log)"
 
 
-def health_report() -> tuple[bool, dict[str, str]]:
-    """(all ok, {"status", <component>: "ok" or its error}) after running every check."""
-    body: dict[str, str] = {}
+def sweeper_report() -> dict[str, object]:
+    try:
+        return sweeper_status().as_json()
+    except Exception as exc:  # the database check above says why
+        log.warning("health check sweeper failed", exc_info=True)
+        return {"state": "unknown", "error": f"{type(exc).__name__}: {reason(exc)}"}
+
+
+def health_report() -> tuple[bool, dict[str, object]]:
+    """(database and broker ok, {"status", "database", "broker": "ok" or its error,
+    "sweeper": its state and last completed sweep}) after running every check."""
+    body: dict[str, object] = {}
     for name, check in CHECKS.items():
         try:
             check()
@@ -71,4 +86,8 @@ def health_report() -> tuple[bool, dict[str, str]]:
         else:
             body[name] = "ok"
     healthy = all(value == "ok" for value in body.values())
-    return healthy, {"status": "ok" if healthy else "unavailable", **body}
+    return healthy, {
+        "status": "ok" if healthy else "unavailable",
+        **body,
+        "sweeper": sweeper_report(),
+    }

@@ -11,6 +11,7 @@ processes all add to the same rows. A fresh registry per scrape keeps no global 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from django.db.models import Count, Min
@@ -25,6 +26,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from executions.engine.statuses import ExecutionStatus, TaskStatus, values
+from executions.liveness import sweeper_status
 from executions.models import Attempt, AttemptStatus, Timer
 from monitoring import ledger
 from schedules.models import Schedule
@@ -124,6 +126,13 @@ class WorkflowCollector(Collector):
             value=_oldest_unclaimed_age(),
         )
         yield _schedules_gauge()
+        yield GaugeMetricFamily(
+            "workflow_sweeper_last_sweep_age_seconds",
+            "Seconds since the sweeper last completed a sweep (+Inf if it never did): past "
+            "a few sweep intervals, no lease times out and no timer fires (beat or the "
+            "orchestrator workers are down).",
+            value=_sweep_age(),
+        )
 
 
 def _oldest_unclaimed_age() -> float:
@@ -133,6 +142,11 @@ def _oldest_unclaimed_age() -> float:
     if oldest is None:
         return 0.0
     return max((timezone.now() - oldest).total_seconds(), 0.0)
+
+
+def _sweep_age() -> float:
+    age = sweeper_status().age_seconds
+    return math.inf if age is None else age
 
 
 def _schedules_gauge() -> GaugeMetricFamily:

@@ -6,7 +6,7 @@ process of that kind in this container does its job, else 1 with the reason on s
   neither ALLOWED_HOSTS nor SECURE_SSL_REDIRECT turns a healthy server into a failure.
 - worker: the worker named `celery@<this host>` answers a control ping over the broker
   (what `celery inspect ping -d celery@$HOSTNAME` does).
-- beat: beat's heartbeat file (schedules/beat.py) was touched within --max-age seconds.
+- beat: beat's heartbeat file (executions/beat.py) was touched within --max-age seconds.
 """
 
 from __future__ import annotations
@@ -74,13 +74,13 @@ def probe_worker(name: str, timeout: float = TIMEOUT) -> str | None:
 
 
 def probe_beat(max_age: float = BEAT_MAX_AGE, now: float | None = None) -> str | None:
-    from schedules.beat import heartbeat_path
+    from executions.beat import heartbeat_path
 
     path = heartbeat_path()
     try:
         age = (time.time() if now is None else now) - path.stat().st_mtime
     except FileNotFoundError:
-        return f"beat: no heartbeat at {path} (beat not started, or not with schedules.beat)"
+        return f"beat: no heartbeat at {path} (beat not started, or not the engine's scheduler)"
     if age > max_age:
         return f"beat: last tick {age:.0f}s ago (more than {max_age:g}s; heartbeat {path})"
     return None

@@ -23,6 +23,21 @@ _HEALTH = inline_serializer(
         "status": serializers.CharField(help_text="ok, or unavailable if any check failed."),
         "database": serializers.CharField(help_text="ok, or the error of SELECT 1."),
         "broker": serializers.CharField(help_text="ok, or the error connecting to it."),
+        "sweeper": inline_serializer(
+            "SweeperHealth",
+            {
+                "state": serializers.ChoiceField(
+                    choices=["ok", "stale", "never", "unknown"],
+                    help_text="stale: no sweep completed within stale_after_seconds (beat or "
+                    "the orchestrator workers are down); never: none since the database was "
+                    "made; unknown: the database could not be read. Does not change the "
+                    "status code.",
+                ),
+                "last_sweep_at": serializers.DateTimeField(allow_null=True),
+                "age_seconds": serializers.FloatField(allow_null=True),
+                "stale_after_seconds": serializers.FloatField(),
+            },
+        ),
     },
 )
 

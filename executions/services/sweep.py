@@ -36,6 +36,7 @@ from executions import messages, store
 from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.inbox import LOOK_UNITS
+from executions.liveness import sweep_completed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services import admission
 from executions.services.advance import advance_pending, execution_advance
@@ -88,6 +89,11 @@ def sweep() -> SweepReport:
             # Not one execution's fault (those stop at their item): still, the other
             # phases (timeouts above all) must run.
             log.exception("sweeper: %s failed this tick", phase.__name__)
+    try:
+        sweep_completed(started=now, report=vars(report))
+    except TRANSIENT:
+        # The database is down: /healthz and /metrics will show the sweep as late.
+        log.warning("sweeper: could not record this sweep's end", exc_info=True)
     return report
 
 

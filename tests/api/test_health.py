@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 from kombu import Connection
 from rest_framework.test import APIClient
 
+from executions.models import SweeperState
+from executions.services.sweep import sweep
 from tests.factories import start
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +25,7 @@ GAUGES = [
     "workflow_oldest_unclaimed_attempt_age_seconds",
     "workflow_events_total",
     "workflow_schedules",
+    "workflow_sweeper_last_sweep_age_seconds",
 ]
 
 ONE_NODE = {"nodes": [{"id": "a", "type": "function", "function": "std.noop"}]}
@@ -29,7 +34,13 @@ ONE_NODE = {"nodes": [{"id": "a", "type": "function", "function": "std.noop"}]}
 def test_healthz_is_ok_and_anonymous() -> None:
     response = APIClient().get("/healthz")
     assert response.status_code == 200, response.content
-    assert response.json() == {"status": "ok", "database": "ok", "broker": "ok"}
+    body = response.json()
+    assert {k: body[k] for k in ("status", "database", "broker")} == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "ok",
+    }
+    assert body["sweeper"]["state"] in ("ok", "stale", "never")
     # A load balancer's probe carries no token; a stale one must not turn it into a 401.
     stale = APIClient(HTTP_AUTHORIZATION="Token not-a-token")
     assert stale.get("/healthz/").status_code == 200
@@ -90,3 +101,36 @@ def test_metrics_need_a_token_unless_made_public() -> None:
     assert "detail" in response.json()
     with override_settings(WORKFLOW_METRICS_PUBLIC=True):
         assert anonymous.get("/metrics/").status_code == 200
+
+
+def test_healthz_reports_the_sweeper_from_its_last_completed_sweep() -> None:
+    """never before any sweep; ok right after one; stale once it is older than the limit,
+    while the status code still answers for the database and the broker only."""
+    SweeperState.objects.all().delete()
+    body = APIClient().get("/healthz").json()
+    assert body["sweeper"]["state"] == "never"
+    assert body["sweeper"]["last_sweep_at"] is None
+
+    sweep()
+    body = APIClient().get("/healthz").json()
+    assert body["sweeper"]["state"] == "ok"
+    completed = SweeperState.objects.get().completed_at
+    assert body["sweeper"]["last_sweep_at"] == completed.isoformat()
+
+    SweeperState.objects.update(completed_at=completed - timedelta(minutes=5))
+    with override_settings(WORKFLOW_SWEEPER_STALE_SECONDS=60):
+        response = APIClient().get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["sweeper"]["state"] == "stale"
+    assert response.json()["sweeper"]["age_seconds"] >= 300
+    assert response.json()["sweeper"]["stale_after_seconds"] == 60
+
+
+def test_metrics_export_the_age_of_the_last_sweep(api: APIClient) -> None:
+    SweeperState.objects.all().delete()
+    text = api.get("/metrics").content.decode()
+    assert _sample(text, "workflow_sweeper_last_sweep_age_seconds") == float("inf")
+    sweep()
+    SweeperState.objects.update(completed_at=timezone.now() - timedelta(seconds=90))
+    text = api.get("/metrics").content.decode()
+    assert 90 <= _sample(text, "workflow_sweeper_last_sweep_age_seconds") < 3600

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from monitoring.probe import host_header, probe_beat, probe_headers, probe_web, probe_worker
-from schedules.beat import heartbeat_path
+from executions.beat import heartbeat_path
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from executions.definitions import definition_for
 from executions.engine.chain import first_break
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
-from executions.models import Execution, Task
+from executions.models import Attempt, Execution, Task
 from executions.projections import differences
 from executions.supervisor import (
     WORKER_READY,
@@ -131,6 +132,14 @@ class Engine:
         """kill -9 the worker's whole process group (main process and its pool)."""
         self.supervisor.kill(worker)
         self.workers.remove(worker)
+
+    def worker_holding(self, attempt: Attempt) -> Process:
+        """The worker whose pool process claimed the attempt (worker ids are host:pid:thread;
+        a pool process is in its worker's process group)."""
+        assert attempt.worker_id, f"attempt {attempt.pk} is not claimed"
+        pid = int(attempt.worker_id.split(":")[1])
+        (holder,) = [w for w in self.workers if os.getpgid(pid) == w.pid]
+        return holder
 
     def stop(self) -> None:
         self.supervisor.stop()
