@@ -16,21 +16,24 @@ from typing import Any, cast
 
 from django.utils import timezone
 
-from executions import messages
+from executions import messages, signals
 from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType
 from executions.engine.faults import DUPLICATE_DELIVERY
 from executions.engine.nodes import WORKER_TYPES
 from executions.engine.readers import SCHEDULED_INPUT
-from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from nodes.secrets import secret_names, template_of
 from workflows.dsl import Node
 from workflows.kinds import get_kind
 
-_ENDINGS = frozenset(
-    {EventType.WORKFLOW_COMPLETED, EventType.WORKFLOW_FAILED, EventType.WORKFLOW_CANCELLED}
-)
+#: The events that end an execution, and the status each ends it with.
+_ENDINGS = {
+    EventType.WORKFLOW_COMPLETED: ExecutionStatus.SUCCEEDED.value,
+    EventType.WORKFLOW_FAILED: ExecutionStatus.FAILED.value,
+    EventType.WORKFLOW_CANCELLED: ExecutionStatus.CANCELLED.value,
+}
 
 
 class Hold(Enum):
@@ -69,6 +72,8 @@ def apply_effects(
     held = _schedule_attempts(execution, events, now, outbox, hold)
     for event in events:
         _apply_effect(execution, event, now, outbox, held)
+        if event.type in _ENDINGS:
+            outbox.add(partial(signals.send_finished, str(execution.pk), _ENDINGS[event.type]))
         if event.type in _ENDINGS and execution.concurrency_key:
             # Its concurrency key has room, or (a held one cancelled) its queue moved: the
             # next held execution, whose version may set a larger limit, may start.

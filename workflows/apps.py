@@ -11,3 +11,6 @@ class WorkflowsConfig(AppConfig):
 
         # The shipped roles (groups) exist after every migrate.
         post_migrate.connect(roles_on_migrate, dispatch_uid="workflows.roles")
+
+        # Gives execution_finished's receivers their handles (executions/signals.py).
+        from workflows import api  # noqa: F401

@@ -59,6 +59,7 @@ def execution_start(
     faults: dict[str, Any] | None = None,
     priority: int | None = None,
     key_errors: bool = False,
+    raise_errors: bool = False,
 ) -> tuple[Execution, bool]:
     """Create and start an execution. Returns (execution, created).
 
@@ -73,6 +74,9 @@ def execution_start(
     `key_errors`: an input the key cannot be rendered from raises ConcurrencyKeyError
     before anything is read or written (the API's 400); otherwise the execution is
     created failed, naming it (a schedule or trigger has no one to answer).
+    `raise_errors`: a start that fails (a definition that no longer parses, an engine
+    error) raises with nothing written, instead of creating a failed execution (the
+    Python API's caller is there to answer).
     """
     key = _concurrency_key(version, input) if key_errors else None
     fingerprint = _fingerprint(version, input, start_at, faults, priority)
@@ -135,6 +139,8 @@ def execution_start(
             existing = _existing(idempotency_key, engine_key, fingerprint)
             if existing is not None:
                 return existing, False
+        if raise_errors:
+            raise
         return _failed_start(row, exc), True
     return execution, True
 

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from monitoring.probe import host_header, probe_beat, probe_headers, probe_web, probe_worker
 from executions.beat import heartbeat_path
+from monitoring.probe import host_header, probe_beat, probe_headers, probe_web, probe_worker
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ lazy ones and TYPE_CHECKING ones included, so a cycle cannot hide in a local imp
 The units are the Django apps, except the pure core (executions.engine; workflows.dsl with
 the node kinds of workflows.kinds, one vocabulary): they import no Django
 (test_engine__purity.py) and are libraries every app may use, so they count as units of
-their own. The direction, pinned below: executions
+their own. workflows.api (the Python API) is an entry point, like a view: a unit of its own that
+may use every app and that no app imports. The direction, pinned below: executions
 uses nodes (the worker runtime runs the executors), nodes uses neither executions nor the
 workflows app.
 """
@@ -23,6 +24,11 @@ CORE = {
     "executions.engine": "executions.engine",
     "workflows.dsl": "workflows.dsl",
     "workflows.kinds": "workflows.dsl",
+    # Entry points of the workflows app for the host's code: the Python API (which starts
+    # executions) and the AppConfig that loads it. They may use every app; nothing of an
+    # app may import them.
+    "workflows.api": "entry",
+    "workflows.apps": "entry",
 }
 
 
@@ -113,6 +119,12 @@ def test_nodes_imports_no_other_app() -> None:
     assert not graph["nodes"].get("executions"), graph["nodes"]["executions"]
     assert not graph["nodes"].get("workflows"), graph["nodes"]["workflows"]
     assert not graph["nodes"].get("schedules"), graph["nodes"]["schedules"]
+
+
+def test_nothing_imports_the_entry_points() -> None:
+    graph = dependencies()
+    importers = {unit: sorted(deps["entry"]) for unit, deps in graph.items() if "entry" in deps}
+    assert not importers, importers
 
 
 def test_the_check_sees_a_cycle() -> None:
