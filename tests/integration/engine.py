@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import os
-import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from uuid import UUID
+from typing import Any
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from executions import store
 from executions.definitions import definition_for
 from executions.engine.chain import first_break
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
-from executions.models import Attempt, Execution, Task
+from executions.messages import attempt_name, workflow_name
+from executions.models import Attempt, Execution, Task, Timer
 from executions.projections import differences
 from executions.supervisor import (
     WORKER_READY,
@@ -28,6 +31,12 @@ from executions.supervisor import (
     purge,
     worker_argv,
 )
+from executions.tasks import sweep
+from tests.integration import worker_logs
+from tests.waiting import eventually
+
+#: The sweeper's Celery task, as the workers' logs name it.
+SWEEP = "executions.tasks.sweep"
 
 #: A secret the workers hold and nothing may ever record (URL-safe: no encoded forms).
 CANARY = "cAnArY-5e1f0a9c7b3d"
@@ -61,12 +70,11 @@ def assert_replayable(execution: Execution) -> None:
 
 def wait_for(execution: Execution, node_id: str, status: str, timeout: float = 30) -> None:
     """Poll until the node's task has `status` (a real worker or the orchestrator put it there)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if Task.objects.filter(execution=execution, node_id=node_id, status=status).exists():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{node_id} never {status}")
+    eventually(
+        lambda: Task.objects.filter(execution=execution, node_id=node_id, status=status).exists(),
+        timeout,
+        f"{node_id} never {status}",
+    )
 
 
 @dataclass
@@ -148,20 +156,98 @@ class Engine:
     def logs(self) -> str:
         return self.supervisor.logs()
 
+    def task_lines(self, *, running_only: bool = False) -> list[worker_logs.TaskLine]:
+        """Celery's records about tasks, from every worker's log (or the running ones')."""
+        workers = [w.log_path for w in self.workers]
+        paths = workers if running_only else sorted(self.log_dir.glob("worker-*.log"))
+        return worker_logs.task_lines(worker_logs.records(paths))
+
+    def records(self, execution_id: UUID | str) -> list[dict[str, Any]]:
+        """The workers' log records tagged with this execution (the runtime's own)."""
+        logged = worker_logs.records(sorted(self.log_dir.glob("worker-*.log")))
+        return [r for r in logged if r.get("execution_id") == str(execution_id)]
+
+    def succeeded(self, name: str, args: tuple[Any, ...]) -> int:
+        """How many Celery tasks `name` called with `args` ran to their end on a worker."""
+        return sum(
+            1
+            for line in self.task_lines()
+            if (line.outcome, line.name, line.args) == ("succeeded", name, repr(args))
+        )
+
+    def timer_ran(self, timer: Timer) -> None:
+        """Until the timer is due and its own fire_timer message has run on a worker (and
+        fired it, or found it not to fire: a paused execution, say)."""
+        eventually(lambda: timezone.now() > timer.due_at, 30, "the timer never came due")
+        eventually(
+            lambda: self.succeeded("executions.tasks.fire_timer", (timer.pk,)),
+            30,
+            "the timer's message never ran",
+        )
+
+    def taken(self, execution: Execution, node_id: str, attempt: int = 1) -> int:
+        """How many run_task messages for this attempt the workers took: 1 unless it was
+        republished or delivered twice."""
+        name = attempt_name(workflow_name(execution.workflow_id), node_id, attempt)
+        return len(worker_logs.ids(self.task_lines(), {"received"}, name))
+
+    def message_over(self, execution: Execution, node_id: str, attempt: int = 1) -> None:
+        """Until the run_task message that ran this attempt has returned on its worker:
+        nothing that message's task does can still be under way. For an attempt that had a
+        message of its own, not one a worker claimed straight after another's."""
+        name = attempt_name(workflow_name(execution.workflow_id), node_id, attempt)
+        eventually(
+            lambda: worker_logs.ids(self.task_lines(), worker_logs.OVER, name),
+            60,
+            f"the run_task message of {name} never returned",
+        )
+
+    def ran(self, task_ids: Iterable[str], timeout: float = 60.0) -> None:
+        """Until every one of these Celery task ids has run to its end on some worker."""
+        wanted = set(task_ids)
+        eventually(
+            lambda: wanted <= worker_logs.ids(self.task_lines(), {"succeeded"}),
+            timeout,
+            f"{len(wanted)} Celery tasks were not all run by the workers",
+        )
+
+    def swept(self, timeout: float = 60.0) -> None:
+        """One sweep sent now and run to its end by a worker: whatever the sweeper would do
+        to the rows as they are now, it has had its chance to (the proof a check that
+        something did NOT happen needs, where waiting for beat's next ticks is a guess)."""
+        task_id = str(uuid4())
+        sweep.apply_async(task_id=task_id)
+        self.ran([task_id], timeout)
+
+    def sweeps_settled(self, timeout: float = 60.0) -> None:
+        """After stop_beat: every sweep the beat queued is over, none runs any more. A sweep
+        sent now leaves the queue after them, so once it has run each of theirs has been
+        taken by a worker; then each one a running worker took must be over (a killed
+        worker's never will be, nor will it run again)."""
+        self.swept(timeout)
+
+        def unfinished() -> set[str]:
+            lines = self.task_lines(running_only=True)
+            return worker_logs.ids(lines, {"received"}, SWEEP) - worker_logs.ids(
+                lines, worker_logs.OVER, SWEEP
+            )
+
+        eventually(lambda: not unfinished(), timeout, lambda: f"sweeps still on: {unfinished()}")
+
     def wait(self, execution_id: UUID | str, timeout: float = 60.0) -> Execution:
         """Poll until the execution ends; fail with the worker logs if it does not."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def ended() -> Execution | None:
             execution = Execution.objects.get(pk=execution_id)
-            if execution.status in EXECUTION_TERMINAL:
-                assert_replayable(execution)
-                # Real workers wrote it: every hash must chain (tests/api forge logs too).
-                found = first_break(
-                    store.linked_events(execution.pk), last_hash=execution.last_hash
-                )
-                assert found is None, str(found)
-                return execution
-            time.sleep(0.1)
-        raise AssertionError(
-            f"execution {execution_id} still {execution.status} after {timeout}s\n{self.logs()}"
-        )
+            return execution if execution.status in EXECUTION_TERMINAL else None
+
+        def still() -> str:
+            status = Execution.objects.get(pk=execution_id).status
+            return f"execution {execution_id} still {status}\n{self.logs()}"
+
+        execution = eventually(ended, timeout, still, interval=0.1)
+        assert_replayable(execution)
+        # Real workers wrote it: every hash must chain (tests/api forge logs too).
+        found = first_break(store.linked_events(execution.pk), last_hash=execution.last_hash)
+        assert found is None, str(found)
+        return execution

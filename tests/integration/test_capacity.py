@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -30,7 +29,7 @@ from executions.services.pools import pool_create, pool_update
 from executions.services.why import why_node
 from tests.factories import start
 from tests.integration.engine import Engine
-from tests.integration.test_reliability import wait_for
+from tests.waiting import eventually
 from workflows.models import Pool
 
 pytestmark = pytest.mark.integration
@@ -87,12 +86,12 @@ def test_a_pool_of_one_runs_one_attempt_at_a_time_across_executions(live: Engine
     pool = a_pool(1)
     started = [start(sleepers(pool, 2, 0.3)) for _ in range(3)]
     # While they run, the ones waiting say why.
-    waiting = wait_for(
+    waiting = eventually(
         lambda: Attempt.objects.filter(
             pool_id=pool, status=AttemptStatus.SCHEDULED, published_at__isnull=True
         ).first(),
         30,
-        "an attempt held behind the pool",
+        "no attempt was held behind the pool",
     )
     reasons = why_node(waiting.execution, waiting.node_id)["reasons"]
     assert reasons[0]["code"] in ("pool_full", "queued"), reasons  # it may just have left
@@ -106,12 +105,15 @@ def test_a_pool_of_one_runs_one_attempt_at_a_time_across_executions(live: Engine
 def test_raising_the_slots_from_0_to_2_releases_the_waiting_nodes(live: Engine) -> None:
     pool = a_pool(0)
     execution = start(sleepers(pool, 4, 0.5))
-    wait_for(
-        lambda: Attempt.objects.filter(execution=execution, published_at__isnull=True).count() == 4,
-        30,
-        "the four attempts held",
-    )
-    time.sleep(1.5)  # several sweeper ticks: nothing may start with 0 slots
+
+    def held() -> int:
+        return Attempt.objects.filter(execution=execution, published_at__isnull=True).count()
+
+    eventually(lambda: held() == 4, 30, "the four attempts were not all held")
+    # The sweeper's backstop dispatches held attempts: with 0 slots, a whole sweep run
+    # after the hold publishes none of them, so none can start.
+    live.swept()
+    assert held() == 4
     assert not Event.objects.filter(execution=execution, type="task_started").exists()
     assert why_node(execution, "s0")["reasons"][0]["code"] == "pool_full"
     pool_update(pool=Pool.objects.get(name=pool), slots=2)
@@ -127,15 +129,21 @@ def test_a_slot_held_by_a_killed_worker_comes_back(live: Engine) -> None:
     pool = a_pool(1)
     once = {"max_attempts": 1}
     holder = start(sleepers(pool, 1, 30, heartbeat_timeout_seconds=2, retry_policy=once))
-    running = wait_for(
+    running = eventually(
         lambda: Attempt.objects.filter(execution=holder, status=AttemptStatus.RUNNING).first(),
         30,
-        "the holder to take the slot",
+        "the holder never took the slot",
     )
     waiter = start(
         {"nodes": [{"id": "n", "type": "function", "function": "std.noop", "pool": pool}]}
     )
-    time.sleep(0.5)
+    eventually(
+        lambda: Attempt.objects.filter(
+            execution=waiter, status=AttemptStatus.SCHEDULED, published_at__isnull=True
+        ).exists(),
+        30,
+        "the waiter's attempt was never held behind the full pool",
+    )
     assert why_node(waiter, "n")["reasons"][0]["code"] == "pool_full"
     pid = int(running.worker_id.split(":")[1])
     (victim,) = [w for w in live.workers if os.getpgid(pid) == w.pid]
@@ -167,16 +175,20 @@ def queued_for(attempt_ids: set[int]) -> int:
     return left
 
 
-def sent_for(seen: list[dict[str, Any]], attempt_ids: set[int]) -> int:
-    """run_task messages published for these attempts: the task-sent events the
-    publishers sent with each message (republishes and duplicates included)."""
-    count = 0
+def run_task_ids(seen: list[dict[str, Any]], kind: str, attempt_ids: set[int]) -> list[str]:
+    """The ids of run_task messages for these attempts that events of `kind` name:
+    "task-sent" as the publishers sent one with each message (republishes and duplicates
+    included), "task-received" as a worker took one (named by the message's shadow,
+    attempt_name's "wf:...", when it has one)."""
+    found = []
     for event in seen:
-        if event["type"] != "task-sent" or not event.get("name", "").endswith("run_task"):
+        name = event.get("name") or ""
+        if event["type"] != kind or not (name.endswith("run_task") or name.startswith("wf:")):
             continue
         args = ast.literal_eval(event.get("args") or "()")
-        count += bool(args) and args[0] in attempt_ids
-    return count
+        if args and args[0] in attempt_ids:
+            found.append(event["uuid"])
+    return found
 
 
 @pytest.mark.skipif(
@@ -201,12 +213,17 @@ def test_a_wide_map_spends_few_messages_per_attempt_and_leaves_none_queued(
         input={"xs": list(range(width))},
     )
     peak_unclaimed = 0
-    while Execution.objects.get(pk=execution.pk).status not in ("succeeded", "failed"):
+
+    def ended() -> bool:
+        """Sampling the unclaimed attempts until then."""
+        nonlocal peak_unclaimed
         unclaimed = Attempt.objects.filter(
             execution=execution, status=AttemptStatus.SCHEDULED, published_at__isnull=False
         ).count()
         peak_unclaimed = max(peak_unclaimed, unclaimed)
-        time.sleep(0.05)
+        return Execution.objects.get(pk=execution.pk).status in ("succeeded", "failed")
+
+    eventually(ended, 120, "the map never ended")
     ids = set(Attempt.objects.filter(execution=execution).values_list("pk", flat=True))
     left = queued_for(ids)
     done = live.wait(execution.pk, timeout=5)
@@ -215,7 +232,14 @@ def test_a_wide_map_spends_few_messages_per_attempt_and_leaves_none_queued(
     assert left == 0, f"{left} run_task messages still queued when the execution ended"
     # The in-flight cap: never more of its attempts in the broker unclaimed.
     assert peak_unclaimed <= settings.WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
-    time.sleep(1)  # task-sent events travel through the broker too
-    sent = sent_for(list(task_events), ids)
+
+    def sent_with_every_taken() -> list[str]:
+        """The task-sent events, once one has come in for every message a worker took:
+        events travel through the broker too, each publisher's on its own connection."""
+        seen = list(task_events)
+        sent = run_task_ids(seen, "task-sent", ids)
+        return sent if set(sent) >= set(run_task_ids(seen, "task-received", ids)) else []
+
+    sent = len(eventually(sent_with_every_taken, 30, "no task-sent event for a message taken"))
     print(f"\nmap of {width}: {sent} run_task messages, {sent / width:.3f} per attempt")
     assert 0 < sent <= 2 * width

@@ -7,13 +7,13 @@ while a workflow with a retry runs on the session's worker."""
 from __future__ import annotations
 
 import ast
-import time
 from collections import defaultdict
 from typing import Any
 
 from executions.models import Attempt
 from tests.factories import start
 from tests.integration.engine import Engine
+from tests.waiting import eventually
 
 RETRIED = {
     "nodes": [
@@ -51,11 +51,12 @@ def test_task_events_name_each_attempt(live: Engine, task_events) -> None:
     # broker (its timer's advance published it).
     names = {f"wf:{workflow}/fetch#1", f"wf:{workflow}/store#2"}
     # Events travel through the broker after the result is recorded: they may trail the
-    # execution's end by a moment (bounded: then the assertion below says what is missing).
-    for _ in range(300):
-        if names <= by_name(list(task_events))["task-succeeded"]:
-            break
-        time.sleep(0.1)
+    # execution's end by a moment.
+    eventually(
+        lambda: names <= by_name(list(task_events))["task-succeeded"],
+        30,
+        lambda: f"no task-succeeded event for each of {names}: {dict(by_name(list(task_events)))}",
+    )
     found = by_name(list(task_events))
     # Sent by whoever published (this process or the worker), then received, started and
     # succeeded on the worker (the attempt's failure is recorded; the message succeeds).

@@ -8,7 +8,6 @@ ahead of it."""
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ from executions.services.control import execution_cancel
 from executions.services.start import execution_start
 from tests.factories import make_version
 from tests.integration.engine import Engine
+from tests.waiting import eventually
 
 ENDINGS = ("workflow_completed", "workflow_failed", "workflow_cancelled")
 
@@ -155,10 +155,11 @@ def test_a_worker_killed_holding_the_only_slot_gives_it_back_by_lease_expiry(
     )
     first, _ = execution_start(version=version, input={})
     second, _ = execution_start(version=version, input={})
-    deadline = time.monotonic() + 30
-    while (claimed := Attempt.objects.filter(execution=first, status="running").first()) is None:
-        assert time.monotonic() < deadline, "the first execution never started"
-        time.sleep(0.05)
+    claimed = eventually(
+        lambda: Attempt.objects.filter(execution=first, status="running").first(),
+        30,
+        "the first execution never started",
+    )
     pid = int(claimed.worker_id.split(":")[1])
     (victim,) = [w for w in live.workers if os.getpgid(pid) == w.pid]
     live.kill_worker(victim)
@@ -195,10 +196,11 @@ def test_a_priority_9_execution_runs_before_the_low_priority_work_queued_ahead(
     blocker_version = make_version(sleeper(2.0), name=f"block-{uuid.uuid4().hex[:8]}")
     with one_process(live):
         blocker, _ = execution_start(version=blocker_version, input={})
-        deadline = time.monotonic() + 30
-        while not Attempt.objects.filter(execution=blocker, status=AttemptStatus.RUNNING):
-            assert time.monotonic() < deadline, "the blocker never started"
-            time.sleep(0.05)
+        eventually(
+            lambda: Attempt.objects.filter(execution=blocker, status=AttemptStatus.RUNNING),
+            30,
+            "the blocker never started",
+        )
         low = [execution_start(version=version, input={}, priority=0)[0] for _ in range(4)]
         high, _ = execution_start(version=version, input={}, priority=9)
         done = [live.wait(e.pk, timeout=90) for e in [blocker, *low, high]]
@@ -237,10 +239,7 @@ def test_a_priority_9_start_is_not_kept_waiting_by_a_low_priority_map_chained_ea
     urgent = make_version(sleeper(0.05), name=f"urgent-{uuid.uuid4().hex[:8]}")
     low, _ = execution_start(version=mapped, input={"xs": list(range(width))}, priority=0)
     claimed = Attempt.objects.filter(execution=low, claimed_at__isnull=False)
-    deadline = time.monotonic() + 60
-    while claimed.count() < 20:
-        assert time.monotonic() < deadline, f"the map never got going\n{live.logs()}"
-        time.sleep(0.05)
+    eventually(lambda: claimed.count() >= 20, 60, lambda: f"the map never got going\n{live.logs()}")
     high, _ = execution_start(version=urgent, input={}, priority=9)
     done = [live.wait(e.pk, timeout=180) for e in (low, high)]
     assert [e.status for e in done] == ["succeeded", "succeeded"]

@@ -4,13 +4,12 @@ the embedded SQLite + filesystem broker)."""
 
 from __future__ import annotations
 
-import time
-
 from executions.models import Attempt, AttemptStatus, Task
 from executions.projections import differences
 from executions.store import state_at
 from tests.factories import events, start, timeline
 from tests.servers import http_server
+from tests.waiting import eventually
 
 SIGNUP = {
     "nodes": [
@@ -197,16 +196,18 @@ def test_delay_node_holds_dependents_without_a_busy_worker(live) -> None:
         }
     )
     busy_during_delay = 0
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def delay_over() -> bool:
+        """Counting, while the delay waits, the attempts running (a worker held by it)."""
+        nonlocal busy_during_delay
         task = Task.objects.get(execution=execution, node_id="cool_off")
-        if task.status in ("succeeded", "failed"):
-            break
         if task.status == "waiting":
             busy_during_delay += Attempt.objects.filter(
                 execution=execution, status=AttemptStatus.RUNNING
             ).count()
-        time.sleep(0.05)
+        return task.status in ("succeeded", "failed")
+
+    eventually(delay_over, 30, "the delay never ended")
     done = live.wait(execution.pk)
     assert done.status == "succeeded", (done.error, timeline(done))
     assert busy_during_delay == 0

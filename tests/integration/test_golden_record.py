@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from executions.models import Event, Execution, Task
+from executions.models import Event, Execution, Task, Timer
 from executions.services import control
 from executions.services.signals import execution_signal
 from tests.factories import make_version, start
 from tests.golden import scenarios
 from tests.integration.engine import wait_for
 from tests.servers import http_server
+from tests.waiting import eventually
 
 HISTORIES = Path(__file__).resolve().parents[1] / "golden" / "histories"
 
@@ -170,11 +170,13 @@ def test_record_pause_history(live) -> None:
     execution = start(scenarios.PAUSE)
     wait_for(execution, "nap", "running")
     control.execution_pause(execution_id=execution.pk, by="golden")
-    deadline = time.monotonic() + 30
-    while not Event.objects.filter(execution=execution, type="task_completed").exists():
-        assert time.monotonic() < deadline, "nap never finished"
-        time.sleep(0.05)
-    time.sleep(2)  # the delay's timer comes due while paused
+    eventually(
+        lambda: Event.objects.filter(execution=execution, type="task_completed").exists(),
+        30,
+        "nap never finished",
+    )
+    # The delay's timer comes due while paused: its message has run and found it paused.
+    live.timer_ran(Timer.objects.get(execution=execution, node_id="wait"))
     control.execution_resume(execution_id=execution.pk, by="golden")
     done = live.wait(execution.pk)
     assert done.status == "succeeded"

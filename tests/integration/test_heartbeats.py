@@ -9,7 +9,7 @@ from executions.models import Task
 from tests import stuck_functions  # noqa: F401  (registers test.stalls here too)
 from tests.factories import events, start
 from tests.integration.test_containment_bounds import only_worker
-from tests.integration.test_reliability import wait_for
+from tests.waiting import eventually
 
 MODULES = "nodes.std,nodes.demo,tests.stuck_functions"
 
@@ -51,8 +51,8 @@ def test_a_function_that_stops_heartbeating_times_out_and_frees_its_slot(live) -
         quick = start({"nodes": [{"id": "ping", "type": "function", "function": "std.noop"}]})
         assert live.wait(quick.pk, timeout=60).status == "succeeded"
         # The second stall's process is replaced a grace after its timeout is recorded.
-        wait_for(
+        eventually(
             lambda: log.read_text(errors="replace").count("exited with 'exitcode 70'") == 2,
             30,
-            "both stalled processes to be replaced",
+            "both stalled processes were not replaced",
         )

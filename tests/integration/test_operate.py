@@ -4,15 +4,13 @@ queued attempt is not started, its due timer does not fire, and resume goes on f
 
 from __future__ import annotations
 
-import time
-
 from django.db import transaction
-from django.utils import timezone
 
 from executions.models import Attempt, Event, Execution, Task, Timer
 from executions.services.control import execution_cancel, execution_pause, execution_resume
 from executions.services.why import why_execution, why_node
 from tests.factories import events, make_version, start, timeline
+from tests.waiting import eventually
 
 NAP_AND_A_TIMER = {
     "nodes": [
@@ -33,22 +31,17 @@ def statuses(execution: Execution) -> dict[str, str]:
     return dict(Task.objects.filter(execution=execution).values_list("node_id", "status"))
 
 
-def until(check, what: str, execution: Execution, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"never {what}: {timeline(execution)}")
-
-
 def codes(entry: dict) -> list[str]:
     return [reason["code"] for reason in entry["reasons"]]
 
 
 def test_pause_finishes_the_running_attempt_and_holds_everything_else(live) -> None:
     execution = start(NAP_AND_A_TIMER)
-    until(lambda: statuses(execution)["nap"] == "running", "running", execution)
+    eventually(
+        lambda: statuses(execution)["nap"] == "running",
+        30,
+        lambda: f"never running: {timeline(execution)}",
+    )
     execution_pause(execution_id=execution.pk, by="ops")
 
     entries = {e["node_id"]: e for e in why_execution(Execution.objects.get(pk=execution.pk))}
@@ -60,10 +53,16 @@ def test_pause_finishes_the_running_attempt_and_holds_everything_else(live) -> N
     assert codes(entries["after"]) == ["waiting_for_parents", "execution_paused"]
 
     # The running attempt finishes and records its result while paused ...
-    until(lambda: events(execution, "task_completed", "nap"), "recorded nap's result", execution)
-    # ... but the timer, due by now, never fires and nothing new is scheduled.
-    due = Timer.objects.get(execution=execution, node_id="wait").due_at
-    time.sleep(max(0.0, (due - timezone.now()).total_seconds()) + 3)  # three sweeps past due
+    eventually(
+        lambda: events(execution, "task_completed", "nap"),
+        30,
+        lambda: f"never recorded nap's result: {timeline(execution)}",
+    )
+    # ... but the timer, due by now, never fires and nothing new is scheduled: its own
+    # message has run (at its due time) and so has a whole sweep after it, and both
+    # found the execution paused.
+    live.timer_ran(Timer.objects.get(execution=execution, node_id="wait"))
+    live.swept()
     assert events(execution, "timer_fired") == []
     assert events(execution, "task_scheduled", "after") == []
     assert Execution.objects.get(pk=execution.pk).status == "paused"
@@ -87,7 +86,10 @@ def test_a_queued_attempt_is_not_claimed_while_paused(live) -> None:
     assert Attempt.objects.get(execution=execution, node_id="one").status == "scheduled"
     entry = why_node(Execution.objects.get(pk=execution.pk), "one")
     assert codes(entry) == ["queued", "execution_paused"]
-    time.sleep(3)  # the message is delivered and refused; three sweeps pass
+    # Its message is delivered and refused (the worker's task for it returned), and a
+    # whole sweep after that starts nothing either.
+    live.message_over(execution, "one")
+    live.swept()
     assert statuses(execution)["one"] == "scheduled"
     assert events(execution, "task_started") == []
     execution_resume(execution_id=execution.pk, by="ops")
@@ -122,14 +124,14 @@ def test_why_running_retry_backoff_and_waiting_for_child(live) -> None:
             ]
         }
     )
-    until(
+    eventually(
         lambda: (
             statuses(execution)["flaky"] == "retrying"
             and statuses(execution)["nap"] == "running"
             and Execution.objects.filter(parent_execution=execution, status="running").exists()
         ),
-        "retrying, running and a running child",
-        execution,
+        30,
+        lambda: f"never retrying, running and a running child: {timeline(execution)}",
     )
     entries = {e["node_id"]: e for e in why_execution(Execution.objects.get(pk=execution.pk))}
     (backoff,) = entries["flaky"]["reasons"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from executions.services.sweep import sweep
 from executions.tasks import sweep as sweep_task
 from executions.worker.runtime import run_task
 from tests.factories import events, start, timeline
+from tests.waiting import eventually
 
 GHOST = "ghost-host:999999:1"
 
@@ -94,26 +94,6 @@ def ghost_claim(execution: Execution, node_id: str = "n", *, expired: bool = Tru
     return attempt
 
 
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-def wait_for_tasks(live, task_ids: list[str], timeout: float = 60.0) -> None:
-    """Until every one of these Celery task ids has run to its end on some worker."""
-
-    def logged() -> bool:
-        text = "".join(p.read_text(errors="replace") for p in live.log_dir.glob("worker-*.log"))
-        return all(f"[{task_id}] succeeded" in text for task_id in task_ids)
-
-    wait_for(logged, timeout, f"{len(task_ids)} Celery tasks to be run by the workers")
-
-
 def count(execution: Execution, type: str, **filters) -> int:
     return Event.objects.filter(execution=execution, type=type, **filters).count()
 
@@ -129,7 +109,7 @@ def test_duplicate_run_task_messages_run_the_attempt_once(live) -> None:
     for task_id in duplicates:
         run_task.apply_async(args=(attempt.pk,), task_id=task_id)
     done = live.wait(execution.pk)
-    wait_for_tasks(live, duplicates)
+    live.ran(duplicates)
     assert done.status == "succeeded", (done.error, timeline(done))
     assert [kind for _, kind, _, _ in timeline(done)] == [
         "workflow_started",
@@ -141,7 +121,7 @@ def test_duplicate_run_task_messages_run_the_attempt_once(live) -> None:
     # A copy delivered after the end changes nothing either.
     late = str(uuid.uuid4())
     run_task.apply_async(args=(attempt.pk,), task_id=late)
-    wait_for_tasks(live, [late])
+    live.ran([late])
     assert Event.objects.filter(execution=done).count() == 5
     attempt.refresh_from_db()
     assert attempt.status == AttemptStatus.SUCCEEDED
@@ -165,11 +145,12 @@ def test_worker_killed_mid_node_is_timed_out_and_retried_on_a_survivor(live) -> 
             initial_interval_seconds=0.5,
         )
     )
-    first = wait_for(
+    first = eventually(
         lambda: Attempt.objects.filter(
             execution=execution, attempt=1, status=AttemptStatus.RUNNING
         ).first(),
-        what="attempt 1 to be claimed",
+        30,
+        "attempt 1 was never claimed",
     )
     pid = int(first.worker_id.split(":")[1])
     (victim,) = [w for w in live.workers if os.getpgid(pid) == w.pid]
@@ -228,11 +209,12 @@ def test_late_result_of_a_timed_out_attempt_is_refused(live) -> None:
             )
         )
     stale = ghost_claim(execution)
-    retry = wait_for(
+    retry = eventually(
         lambda: Attempt.objects.filter(
             execution=execution, attempt=2, status=AttemptStatus.RUNNING
         ).first(),
-        what="the retry to be running",
+        30,
+        "the retry never ran",
     )
     # The vanished worker comes back and reports, while the retry that replaced it runs.
     assert attempt_complete(attempt_id=stale.pk, worker_id=GHOST, output={"late": 1}) is False
@@ -295,7 +277,7 @@ def test_two_sweepers_at_once_time_out_and_fire_each_thing_once(live) -> None:
         ]
     }
     live.stop_beat()  # only the two sweepers below may sweep
-    time.sleep(2)  # sweeps the beat queued before it stopped have run (or expired)
+    live.sweeps_settled()  # and none the beat queued before it stopped is still to run
     try:
         with unpublished(timers=True):
             expired = [start(leased) for _ in range(6)]
@@ -446,7 +428,7 @@ def test_many_concurrent_advances_of_one_execution_keep_the_log_exact(live) -> N
         thread.join(timeout=120)
     assert not errors, errors
     done = live.wait(execution.pk)
-    wait_for_tasks(live, task_ids)
+    live.ran(task_ids)
     assert done.status == "succeeded", (done.error, timeline(done))
     kinds = Counter(kind for _, kind, _, _ in timeline(done))
     assert kinds == {

@@ -17,7 +17,7 @@ from executions.supervisor import beat_argv
 from schedules.models import Schedule, ScheduleFire
 from schedules.services import schedule_create
 from tests.factories import make_version
-from tests.integration.test_reliability import wait_for
+from tests.waiting import eventually as wait_for
 
 ECHO = {"nodes": [{"id": "a", "type": "function", "function": "std.echo", "input": 1}]}
 
@@ -57,6 +57,7 @@ def test_two_beats_one_execution_per_fire_and_catchup_after_a_restart(live) -> N
     keys = Execution.objects.filter(engine_key__startswith=f"schedule:{schedule.pk}:")
     assert keys.count() == len(started(schedule)) == 1
     assert first.outcome == "started"
+    assert first.execution_id is not None
 
     # Beat down for five minutes: the fires after the last one handled were missed.
     down_since = first.fire_time - timedelta(minutes=5)

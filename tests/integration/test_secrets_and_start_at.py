@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 
 from django.utils import timezone
@@ -11,6 +10,7 @@ from django.utils import timezone
 from executions.models import Event
 from tests.factories import events, start
 from tests.servers import http_server
+from tests.waiting import SLOWDOWN, scaled
 
 
 def test_secret_is_sent_but_never_written_to_an_event(live) -> None:
@@ -69,16 +69,18 @@ def test_missing_secret_fails_the_node_without_retry(live) -> None:
 
 
 def test_start_at_holds_the_execution_until_its_time(live) -> None:
-    at = timezone.now() + timedelta(seconds=2)
+    at = timezone.now() + timedelta(seconds=scaled(3))
     execution = start(
         {"nodes": [{"id": "a", "type": "function", "function": "std.noop"}]}, start_at=at
     )
     execution.refresh_from_db()
     assert execution.status == "pending"
     assert execution.last_seq == 0
-    time.sleep(0.5)
+    # A whole sweep before its time leaves it pending too (the sweeper fires due timers).
+    live.swept()
     execution.refresh_from_db()
     assert execution.status == "pending"
+    assert timezone.now() < at, f"the sweep ran past start_at: raise {SLOWDOWN}"
     done = live.wait(execution.pk, timeout=30)
     assert done.status == "succeeded"
     (started,) = events(done, "workflow_started")

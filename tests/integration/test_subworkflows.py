@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 from django.contrib.auth import get_user_model
@@ -11,6 +10,7 @@ from rest_framework.test import APIClient
 from executions.models import Execution, Task, Timer
 from tests.factories import events, make_version, start
 from tests.integration.engine import wait_for
+from tests.waiting import eventually
 
 
 def child_workflow(definition: dict) -> str:
@@ -86,10 +86,9 @@ def test_a_failed_child_fails_the_parent_node(live) -> None:
 def test_cancelling_the_parent_cancels_the_child(live) -> None:
     name = child_workflow({"nodes": [{"id": "wait", "type": "delay", "seconds": 600}]})
     parent = start({"nodes": [{"id": "sub", "type": "workflow", "workflow": name}]})
-    deadline = time.monotonic() + 20
-    while not events(parent, "child_workflow_started") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    (started,) = events(parent, "child_workflow_started")
+    (started,) = eventually(
+        lambda: events(parent, "child_workflow_started"), 20, "the parent started no child"
+    )
     from executions.services.control import execution_cancel
 
     execution_cancel(execution_id=parent.pk)
@@ -99,10 +98,11 @@ def test_cancelling_the_parent_cancels_the_child(live) -> None:
 
 
 def started_child(parent: Execution, node_id: str, timeout: float = 30) -> Execution:
-    deadline = time.monotonic() + timeout
-    while not (found := events(parent, "child_workflow_started", node_id)):
-        assert time.monotonic() < deadline, f"{node_id} started no child"
-        time.sleep(0.05)
+    found = eventually(
+        lambda: events(parent, "child_workflow_started", node_id),
+        timeout,
+        f"{node_id} started no child",
+    )
     return Execution.objects.get(pk=found[0].data["child_execution_id"])
 
 
