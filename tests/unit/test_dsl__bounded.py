@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.waiting import scaled
 from workflows.dsl.bounded import CACHE, compile_bounded
 from workflows.dsl.limits import overridden
 from workflows.dsl.templates import TemplateError, render, search
@@ -47,7 +48,9 @@ def test_a_failing_expression_is_a_template_error_that_says_why(
     with pytest.raises(TemplateError) as info:
         search(expression, CONTEXT)
     assert fragment in str(info.value)
-    assert time.monotonic() - started < 2.0
+    # The budget counts the values built, not what a function does with them: a bound in
+    # time is what catches uncounted work, generous and with the machine's factor.
+    assert time.monotonic() - started < scaled(2.0)
     assert len(str(info.value)) < 600, "messages stay short whatever the expression"
 
 

@@ -1,14 +1,16 @@
+import math
 import threading
-import time
+from collections.abc import Callable
 
 import pytest
 
 import nodes.context
 import nodes.demo
 import nodes.std
-from nodes.context import NodeContext
+from nodes.context import SLEEP_STEP_SECONDS, NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.registry import get_function
+from tests.waiting import scaled
 
 
 def call(name, input, ctx=None):
@@ -22,28 +24,47 @@ def test_echo_and_noop():
 
 
 class _Clock:
-    """A monotonic clock that moves only when the sleeper waits: timings become exact."""
+    """A monotonic clock that moves only when the sleeper waits: timings become exact.
+
+    Also the sleeper's cancel event (it waits on it): `cancel_at` seconds after the clock
+    started, `on_cancel` runs, as the worker's thread would call ctx.cancel(); without
+    `cancel_at` nothing may cancel the attempt."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now = self.started = 1000.0
+        self.cancel_at: float | None = None
+        self.on_cancel: Callable[[], None] = lambda: None
+        self.cancelled = False
 
     def monotonic(self) -> float:
         return self.now
 
+    def elapsed(self) -> float:
+        return self.now - self.started
+
     def wait(self, timeout: float | None = None) -> bool:  # threading.Event.wait
         self.now += timeout or 0.0
-        return False
+        if self.cancel_at is not None and self.elapsed() >= self.cancel_at and not self.cancelled:
+            self.on_cancel()
+        return self.cancelled
 
     def is_set(self) -> bool:
-        return False
+        return self.cancelled
 
     def set(self) -> None:
-        raise AssertionError("nothing cancels this attempt")
+        if self.cancel_at is None:
+            raise AssertionError("nothing cancels this attempt")
+        self.cancelled = True
 
 
-def test_sleep_heartbeats_at_least_every_second_and_returns_input(monkeypatch):
+@pytest.fixture
+def clock(monkeypatch) -> _Clock:
     clock = _Clock()
     monkeypatch.setattr(nodes.context.time, "monotonic", clock.monotonic)
+    return clock
+
+
+def test_sleep_heartbeats_at_least_every_second_and_returns_input(clock: _Clock) -> None:
     beats: list[float] = []
 
     def beat() -> bool:
@@ -63,22 +84,57 @@ def test_sleep_heartbeats_at_least_every_second_and_returns_input(monkeypatch):
     assert max(gaps) < 1.0
 
 
-def test_sleep_stops_early_when_cancelled():
-    ctx = NodeContext("e", "n", 1)
-    threading.Timer(0.2, ctx.cancel).start()
-    started = time.monotonic()
+def test_sleep_stops_early_when_cancelled(clock: _Clock) -> None:
+    # A 30 s sleep cancelled 0.2 s in: it raises, at the first step after the cancel.
+    clock.cancel_at = 0.2
+    ctx = NodeContext("e", "n", 1, _cancel_event=clock)  # type: ignore[arg-type]
+    clock.on_cancel = ctx.cancel
     with pytest.raises(NodeCancelled):
         call("std.sleep", {"seconds": 30}, ctx)
-    assert time.monotonic() - started < 1.0
+    assert clock.cancelled
+    assert 0.2 <= clock.elapsed() < 0.2 + SLEEP_STEP_SECONDS + 1e-9
 
 
-def test_sleep_stops_when_is_cancelled_turns_true():
-    deadline = time.monotonic() + 0.2
-    ctx = NodeContext("e", "n", 1, _is_cancelled=lambda: time.monotonic() > deadline)
-    started = time.monotonic()
+def test_a_cancel_from_another_thread_wakes_the_sleep():
+    """The real event: the worker's thread cancels while the sleeper waits on it."""
+    sleeping = threading.Event()
+
+    def beat() -> bool:
+        sleeping.set()  # ctx.sleep's first heartbeat: the sleep has begun
+        return True
+
+    ctx = NodeContext("e", "n", 1, _heartbeat=beat)
+    outcome: list[BaseException] = []
+
+    def sleeper() -> None:
+        try:
+            call("std.sleep", {"seconds": 30}, ctx)
+        except BaseException as raised:
+            outcome.append(raised)
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    assert sleeping.wait(timeout=scaled(10)), "the sleep never began"
+    ctx.cancel()
+    thread.join(timeout=scaled(10))  # a 30 s sleep cut short
+    assert not thread.is_alive(), "the cancelled sleep went on"
+    (raised,) = outcome
+    assert isinstance(raised, NodeCancelled), raised
+
+
+def test_sleep_stops_when_is_cancelled_turns_true(clock: _Clock) -> None:
+    clock.cancel_at = math.inf  # only is_cancelled turning true may cancel (it sets the event)
+    ctx = NodeContext(
+        "e",
+        "n",
+        1,
+        _is_cancelled=lambda: clock.elapsed() > 0.2,
+        _cancel_event=clock,  # type: ignore[arg-type]
+    )
     with pytest.raises(NodeCancelled):
         call("std.sleep", {"seconds": 30}, ctx)
-    assert time.monotonic() - started < 1.0
+    assert clock.cancelled
+    assert 0.2 < clock.elapsed() < 0.2 + SLEEP_STEP_SECONDS + 1e-9
 
 
 def test_sleep_stops_when_the_lease_is_lost():
@@ -147,15 +203,14 @@ def test_demo_signup_chain_is_deterministic_per_idempotency_key():
     assert done == {"status": "onboarded", "execution_id": "exec-42", "summary": {"team": team}}
 
 
-def test_demo_function_takes_time_and_heartbeats():
+def test_demo_function_takes_time_and_heartbeats(clock: _Clock) -> None:
     beats: list[int] = []
 
     def heartbeat() -> bool:
         beats.append(1)
         return True
 
-    ctx = NodeContext("e", "n", 1, _heartbeat=heartbeat)
-    started = time.monotonic()
+    ctx = NodeContext("e", "n", 1, _heartbeat=heartbeat, _cancel_event=clock)  # type: ignore[arg-type]
     call("demo.verify_account", {"user_id": "u"}, ctx)
-    assert 0.4 <= time.monotonic() - started < 2
+    assert clock.elapsed() == pytest.approx(0.5, abs=1e-9)  # its default, on the fake clock
     assert beats
