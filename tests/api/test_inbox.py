@@ -6,7 +6,6 @@ with real connections: a lock held by another thread is a real row lock."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -25,6 +24,7 @@ from executions.services import sweep as sweeper
 from executions.services.advance import decide_into
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
 from tests.factories import start, timeline
+from tests.waiting import eventually, scaled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,12 +44,26 @@ def _postgres_only() -> None:
         pytest.skip("the inbox needs SKIP LOCKED (PostgreSQL); SQLite serialises writers")
 
 
+class Held:
+    """The execution's lock, held by another thread until it is let go."""
+
+    def __init__(self) -> None:
+        self.taken, self.release, self.letting_go = (threading.Event() for _ in range(3))
+
+    def without_waiting(self, call: Callable[[], T]) -> T:
+        """The call's result, returned while the lock is still held: so it did not wait for
+        the lock (a call that waited could only return once the holder let go)."""
+        result = call()
+        assert not self.letting_go.is_set(), "the worker waited for the execution's lock"
+        return result
+
+
 @contextmanager
-def held(execution: Execution, *, recheck: bool) -> Iterator[None]:
+def held(execution: Execution, *, recheck: bool) -> Iterator[Held]:
     """The execution's lock, held by another thread (its own connection) until the block
     ends. recheck: the holder is a unit of work's (it looks at the inbox after its
     commit); False: a bare row lock, like a holder that died before looking."""
-    taken, release = threading.Event(), threading.Event()
+    lock = Held()
 
     def hold() -> None:
         try:
@@ -59,27 +73,20 @@ def held(execution: Execution, *, recheck: bool) -> Iterator[None]:
                     store.UnitOfWork(locked, store.load_state(locked))
                 else:
                     Execution.objects.select_for_update().get(pk=execution.pk)
-                taken.set()
-                release.wait(30)
+                lock.taken.set()
+                lock.release.wait(scaled(30))
+                lock.letting_go.set()  # before the commit that lets go of it
         finally:
             connections.close_all()
 
     thread = threading.Thread(target=hold)
     thread.start()
-    assert taken.wait(10)
+    assert lock.taken.wait(scaled(10))
     try:
-        yield
+        yield lock
     finally:
-        release.set()
-        thread.join(30)
-
-
-def in_time(call: Callable[[], T], seconds: float = 2.0) -> T:
-    """The call's result; it must not have waited for the lock."""
-    began = time.monotonic()
-    result = call()
-    assert time.monotonic() - began < seconds, "the worker waited for the execution's lock"
-    return result
+        lock.release.set()
+        thread.join(scaled(30))
 
 
 def verified(execution: Execution) -> None:
@@ -96,11 +103,13 @@ def test_claim_and_result_with_the_lock_taken_go_into_the_row_then_the_holder_lo
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
     assert a.payload == {"input": {"n": 1}}
-    with held(execution, recheck=True):
-        claimed = in_time(lambda: attempt_claim(attempt_id=a.pk, worker_id="w"))
+    with held(execution, recheck=True) as lock:
+        claimed = lock.without_waiting(lambda: attempt_claim(attempt_id=a.pk, worker_id="w"))
         assert claimed is not None
         assert claimed.input == {"n": 1}
-        assert in_time(lambda: attempt_complete(attempt_id=a.pk, worker_id="w", output=7))
+        assert lock.without_waiting(
+            lambda: attempt_complete(attempt_id=a.pk, worker_id="w", output=7)
+        )
         a.refresh_from_db()
         assert (a.status, a.unlogged, a.result) == ("succeeded", True, {"output": 7})
         assert a.payload is None  # the table stays slim once claimed
@@ -121,9 +130,12 @@ def test_claim_and_result_with_the_lock_taken_go_into_the_row_then_the_holder_lo
 def test_a_holder_that_never_looks_leaves_it_to_the_sweeper():
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
-    with held(execution, recheck=False):
-        assert in_time(lambda: attempt_claim(attempt_id=a.pk, worker_id="w")) is not None
-        assert in_time(lambda: attempt_fail(attempt_id=a.pk, worker_id="w", error=_error()))
+    with held(execution, recheck=False) as lock:
+        claim = lock.without_waiting(lambda: attempt_claim(attempt_id=a.pk, worker_id="w"))
+        assert claim is not None
+        assert lock.without_waiting(
+            lambda: attempt_fail(attempt_id=a.pk, worker_id="w", error=_error())
+        )
     assert Attempt.objects.filter(execution=execution, unlogged=True).count() == 1
     # verify_logs meanwhile: a row ahead of its log is in the inbox, not a disagreement.
     verified(execution)
@@ -216,18 +228,39 @@ def test_a_claim_is_logged_by_its_result_s_unit_or_within_a_sweeper_tick():
     verified(execution)
 
 
-def _holder(execution: Execution, taken: threading.Event, release: threading.Event) -> None:
+def backend_pid() -> int:
+    """This thread's PostgreSQL backend, as pg_locks and pg_blocking_pids name it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def waits_on(waiter: int, holder: int) -> bool:
+    """Whether the backend `waiter` is waiting for a lock that `holder` holds."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s = ANY(pg_blocking_pids(%s))", [holder, waiter])
+        return cursor.fetchone()[0]
+
+
+def _holder(
+    execution: Execution,
+    taken: threading.Event,
+    release: threading.Event,
+    pids: list[int] | None = None,
+) -> None:
     """A unit of work that drains (so it locks the rows of unlogged claims), commits when
-    released, and looks after its commit."""
+    released, and looks after its commit. `pids`: gets its backend's pid."""
     try:
         with transaction.atomic():
+            if pids is not None:
+                pids.append(backend_pid())
             locked = store.lock_execution(execution.pk)
             work = store.UnitOfWork(locked, store.load_state(locked))
             if work.pending:
                 decide_into(work)
             work.commit(decided=True)
             taken.set()
-            release.wait(30)
+            release.wait(scaled(30))
     finally:
         connections.close_all()
 
@@ -261,33 +294,42 @@ def test_a_holder_that_looks_before_the_worker_writes_is_covered_by_the_worker_s
     verified(execution)
 
 
+def _a_result_waits_on_the_drain_s_row_lock() -> None:
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    taken, release = threading.Event(), threading.Event()
+    pids: list[int] = []
+    holder = threading.Thread(target=_holder, args=(execution, taken, release, pids))
+    holder.start()
+    assert taken.wait(scaled(10))
+
+    def worker() -> None:
+        try:
+            pids.append(backend_pid())
+            attempt_complete(attempt_id=a.pk, worker_id="w", output=7)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    # It found the lock taken and waits on the row the holder's drain locked: let go only
+    # once PostgreSQL says so, so that every run tests that wait.
+    eventually(lambda: len(pids) == 2 and waits_on(pids[1], pids[0]), 10, "no wait on the row")
+    release.set()
+    holder.join(scaled(10))
+    thread.join(scaled(10))
+    assert not thread.is_alive(), "the worker's result never landed"
+    a.refresh_from_db()
+    assert not a.unlogged
+    verified(execution)
+
+
 def test_a_result_that_waited_on_the_drain_s_row_lock_is_logged_without_the_sweeper():
     """No patching: the holder's drain locks the row of the unlogged claim; the worker's
     result waits on it, lands after the holder's commit, and the worker's look logs it."""
     for _ in range(3):
-        execution = start(CHAIN)
-        a = attempt_of(execution, "a")
-        assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
-        taken, release = threading.Event(), threading.Event()
-        holder = threading.Thread(target=_holder, args=(execution, taken, release))
-        holder.start()
-        assert taken.wait(10)
-
-        def worker(attempt_id: int = a.pk) -> None:
-            try:
-                attempt_complete(attempt_id=attempt_id, worker_id="w", output=7)
-            finally:
-                connections.close_all()
-
-        thread = threading.Thread(target=worker)
-        thread.start()
-        time.sleep(0.2)  # it found the lock taken and waits on the row
-        release.set()
-        holder.join(10)
-        thread.join(10)
-        a.refresh_from_db()
-        assert not a.unlogged
-        verified(execution)
+        _a_result_waits_on_the_drain_s_row_lock()
 
 
 def test_rebuilding_the_rows_logs_the_inbox_first():
