@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from executions.models import Event, Execution
 from executions.services.control import signal_send
 from tests.factories import start
 from tests.integration.engine import Engine
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,17 +45,19 @@ def pictured(chrome) -> dict[str, str]:
 
 
 def wait_until(chrome, condition, message: str) -> None:
-    """The live view replaces the picture under the reader: a stale element is retried."""
-    WebDriverWait(
-        chrome, PATIENCE, poll_frequency=0.2, ignored_exceptions=(WebDriverException,)
-    ).until(lambda _: condition(), message)
+    """The live view replaces the picture under the reader: a stale element (an exception
+    from the condition) is retried like a false one."""
+    eventually(condition, PATIENCE, message, interval=0.2)
 
 
 def left(chrome, selector: str) -> None:
     """Wait until the POST's answer (a redirect) has replaced the confirmation page."""
-    WebDriverWait(
-        chrome, PATIENCE, poll_frequency=0.1, ignored_exceptions=(WebDriverException,)
-    ).until(lambda _: not chrome.find_elements(By.CSS_SELECTOR, selector))
+    eventually(
+        lambda: not chrome.find_elements(By.CSS_SELECTOR, selector),
+        PATIENCE,
+        f"the page still shows {selector}",
+        interval=0.1,
+    )
 
 
 def press(chrome, action: str, node: str | None = None) -> None:

@@ -17,9 +17,9 @@ from selenium.webdriver.support.ui import Select
 
 from schedules.models import Schedule, ScheduleFire
 from schedules.services import schedule_create, schedule_run
-from tests.browser.test_admin__console import log_in
-from tests.browser.test_admin__console import wait_until as wait
+from tests.browser.test_admin__console import PATIENCE, log_in
 from tests.factories import make_version
+from tests.waiting import eventually
 from triggers.models import Trigger
 from triggers.services import trigger_create
 
@@ -30,7 +30,7 @@ T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 
 
 def wait_until(chrome, condition) -> None:
-    wait(chrome, condition, "the page never showed it")
+    eventually(condition, PATIENCE, "the page never showed it", interval=0.2)
 
 
 def message(chrome) -> str:

@@ -16,7 +16,6 @@ import re
 import secrets
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import pytest
 
 from executions.supervisor import WORKER_READY, Supervisor, free_port, listening, logged
 from tests.packaging.context import ROOT
+from tests.waiting import eventually
 
 #: Seconds to wait for the execution to end: a bound on a wait, not a speed assertion.
 EXECUTION_WAIT_SECONDS = 120
@@ -168,12 +168,13 @@ def test_a_one_node_workflow_runs_from_the_installed_package(running) -> None:
     api(port, token, "POST", "/workflows", {"name": "from-the-wheel", "definition": definition})
     started = api(port, token, "POST", "/executions", {"workflow": "from-the-wheel",
                                                        "input": {"name": "wheel"}})  # fmt: skip
-    deadline = time.monotonic() + EXECUTION_WAIT_SECONDS
-    execution = started
-    while execution["status"] not in ("succeeded", "failed", "cancelled"):
-        assert time.monotonic() < deadline, f"still {execution['status']}: {execution}"
-        time.sleep(0.2)
+
+    def ended() -> dict:
         execution = api(port, token, "GET", f"/executions/{started['id']}")
+        assert execution["status"] in ("succeeded", "failed", "cancelled"), execution
+        return execution
+
+    execution = eventually(ended, EXECUTION_WAIT_SECONDS, "the execution never ended", interval=0.2)
     assert execution["status"] == "succeeded", execution
     assert execution["output"] == {"greeting": "hello wheel"}
 
@@ -199,15 +200,15 @@ def test_the_container_healthchecks_pass(running) -> None:
     probe = [installed.bin("python"), "-m", "monitoring.probe"]
     assert "web: healthy" in installed.run(*probe, "web", "--port", str(port))
     assert "worker: healthy" in installed.run(*probe, "worker")
-    # Beat ticks at least every 5 s; give its first tick that long at most.
-    deadline = time.monotonic() + 30
-    while True:
+
+    def beat_probe() -> str:
         done = subprocess.run(
             [*probe, "beat"], cwd=installed.workdir, env=installed.env,
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
-        if done.returncode == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(1)
-    assert done.returncode == 0, done.stderr
-    assert "beat: healthy" in done.stdout
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    # Beat ticks at least every 5 s; give its first tick that long at most.
+    stdout = eventually(beat_probe, 30, "the beat probe never passed", interval=1)
+    assert "beat: healthy" in stdout
