@@ -12,7 +12,7 @@ from executions.models import Attempt, Event, Execution
 from tests.factories import make_version
 from tests.integration.engine import Engine
 from tests.integration.test_celery_events import by_name
-from tests.integration.test_reliability import wait_for
+from tests.waiting import eventually as wait_for
 from workflows import api
 
 ECHO = {"nodes": [{"id": "a", "type": "function", "function": "std.echo", "input": "{{ input }}"}]}

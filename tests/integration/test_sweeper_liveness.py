@@ -15,7 +15,7 @@ from executions.beat import SWEEPER_ENTRY
 from executions.engine.events import Source
 from executions.models import Attempt, AttemptStatus, SweeperState
 from tests.factories import events, start, timeline
-from tests.integration.test_reliability import wait_for
+from tests.waiting import eventually as wait_for
 
 SLEEPY = {
     "nodes": [
@@ -70,7 +70,8 @@ def test_the_sweeper_runs_on_whatever_happens_to_its_row(
             lambda: Attempt.objects.filter(
                 execution=execution, attempt=1, status=AttemptStatus.RUNNING
             ).first(),
-            what="attempt 1 to be claimed",
+            30,
+            "attempt 1 to be claimed",
         )
         holder = live.worker_holding(first)
         live.kill_worker(holder)
