@@ -156,22 +156,26 @@ class Engine:
     def logs(self) -> str:
         return self.supervisor.logs()
 
-    def task_lines(self, *, running_only: bool = False) -> list[worker_logs.TaskLine]:
-        """Celery's records about tasks, from every worker's log (or the running ones')."""
+    def task_lines(
+        self, *mentioning: str, running_only: bool = False
+    ) -> list[worker_logs.TaskLine]:
+        """Celery's records about the tasks these texts name (a name, an id), from every
+        worker's log (or the running workers')."""
         workers = [w.log_path for w in self.workers]
         paths = workers if running_only else sorted(self.log_dir.glob("worker-*.log"))
-        return worker_logs.task_lines(worker_logs.records(paths))
+        return worker_logs.task_lines(paths, mentioning)
 
     def records(self, execution_id: UUID | str) -> list[dict[str, Any]]:
         """The workers' log records tagged with this execution (the runtime's own)."""
-        logged = worker_logs.records(sorted(self.log_dir.glob("worker-*.log")))
+        paths = sorted(self.log_dir.glob("worker-*.log"))
+        logged = worker_logs.records(paths, [str(execution_id)])
         return [r for r in logged if r.get("execution_id") == str(execution_id)]
 
     def succeeded(self, name: str, args: tuple[Any, ...]) -> int:
         """How many Celery tasks `name` called with `args` ran to their end on a worker."""
         return sum(
             1
-            for line in self.task_lines()
+            for line in self.task_lines(name)
             if (line.outcome, line.name, line.args) == ("succeeded", name, repr(args))
         )
 
@@ -189,7 +193,7 @@ class Engine:
         """How many run_task messages for this attempt the workers took: 1 unless it was
         republished or delivered twice."""
         name = attempt_name(workflow_name(execution.workflow_id), node_id, attempt)
-        return len(worker_logs.ids(self.task_lines(), {"received"}, name))
+        return len(worker_logs.ids(self.task_lines(name), {"received"}, name))
 
     def message_over(self, execution: Execution, node_id: str, attempt: int = 1) -> None:
         """Until the run_task message that ran this attempt has returned on its worker:
@@ -197,7 +201,7 @@ class Engine:
         message of its own, not one a worker claimed straight after another's."""
         name = attempt_name(workflow_name(execution.workflow_id), node_id, attempt)
         eventually(
-            lambda: worker_logs.ids(self.task_lines(), worker_logs.OVER, name),
+            lambda: worker_logs.ids(self.task_lines(name), worker_logs.OVER, name),
             60,
             f"the run_task message of {name} never returned",
         )
@@ -206,7 +210,7 @@ class Engine:
         """Until every one of these Celery task ids has run to its end on some worker."""
         wanted = set(task_ids)
         eventually(
-            lambda: wanted <= worker_logs.ids(self.task_lines(), {"succeeded"}),
+            lambda: wanted <= worker_logs.ids(self.task_lines(*wanted), {"succeeded"}),
             timeout,
             f"{len(wanted)} Celery tasks were not all run by the workers",
         )
@@ -227,7 +231,7 @@ class Engine:
         self.swept(timeout)
 
         def unfinished() -> set[str]:
-            lines = self.task_lines(running_only=True)
+            lines = self.task_lines(SWEEP, running_only=True)
             return worker_logs.ids(lines, {"received"}, SWEEP) - worker_logs.ids(
                 lines, worker_logs.OVER, SWEEP
             )

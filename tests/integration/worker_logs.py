@@ -35,20 +35,24 @@ class TaskLine:
     args: str | None  # the repr of its positional arguments, when the record has it
 
 
-def records(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Every JSON record in these log files (Celery's banner lines are not JSON)."""
+def records(paths: Iterable[Path], mentioning: Iterable[str]) -> list[dict[str, Any]]:
+    """The JSON records in these log files whose line mentions one of these texts (only
+    those are parsed: a session's logs grow to megabytes, and waits read them often)."""
+    texts = tuple(mentioning)
     found = []
     for path in paths:
         for line in path.read_text(errors="replace").splitlines():
-            if line.startswith("{"):
+            # Celery's banner lines are not JSON.
+            if line.startswith("{") and any(text in line for text in texts):
                 found.append(json.loads(line))
     return found
 
 
-def task_lines(logged: Iterable[dict[str, Any]]) -> list[TaskLine]:
-    """Celery's records about tasks among these, in order."""
+def task_lines(paths: Iterable[Path], mentioning: Iterable[str]) -> list[TaskLine]:
+    """Celery's records about tasks in these log files, in order: those whose line
+    mentions one of these texts (a task's name or id)."""
     lines = []
-    for record in logged:
+    for record in records(paths, mentioning):
         message = record.get("message", "")
         match = _TASK.match(message) or _REVOKED.match(message)
         if match is None:
