@@ -5,9 +5,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+from tests.ci import IN_CI
 
 if TYPE_CHECKING:
     from tests.integration.engine import Engine
+
+
+# Loaded here, before any test module is imported: a test's @settings(...) takes what it
+# does not set from the profile loaded when it is decorated.
+hypothesis_settings.register_profile(
+    "ci",
+    # The same examples on every run (no example database either): a red CI run is red
+    # again when re-run, and a green one did not get lucky. A failure prints its blob
+    # (@reproduce_failure) so a developer replays it at once.
+    derandomize=True,
+    print_blob=True,
+    # A loaded CI machine is no measure of a test's speed: neither the deadline nor the
+    # too-slow health check may fail a run there.
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+hypothesis_settings.load_profile("ci" if IN_CI else "default")
 
 
 @pytest.fixture
