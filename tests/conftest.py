@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
+from pytest_django import DjangoDbBlocker
 
 from tests.ci import IN_CI
 
@@ -54,10 +55,79 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """After pytest-django's sort: no transactional test's flush may come after a test
+    whose executions the live engine may still be advancing (tests/flush.py)."""
+    from tests.flush import assert_flushes_come_first
+
+    assert_flushes_come_first(items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def flush_keeps_the_engine() -> Iterator[None]:
+    """Every transactional test ends with tests/flush.py's flush, not Django's: the live
+    engine's beat keeps its entries through it."""
+    from django.core.management.commands import flush as django_flush
+
+    from tests.flush import Command
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(django_flush, "Command", Command)
+        yield
+
+
+#: The live beat's entries just before a transactional test's flush, and the blocker to
+#: read them again after it (pytest-django blocks the database once the test is over).
+BEAT_BEFORE_FLUSH = pytest.StashKey[tuple[DjangoDbBlocker, set[tuple[int, str]]]]()
+
+
+@pytest.fixture(autouse=True)
+def beat_entries_outlive_the_flush(
+    request: pytest.FixtureRequest, django_db_blocker: DjangoDbBlocker
+) -> Iterator[None]:
+    """Each transactional test proves tests/flush.py: the beat's entries seen before its
+    flush are all there, the same rows, after it (pytest_runtest_teardown below checks,
+    once the flush has run), and no schedule's entry is."""
+    from tests.flush import beat_entries, flushes
+
+    if not flushes(request.node):
+        yield
+        return
+    # Set up before this fixture, pytest-django's test case is torn down (flushed) after.
+    request.getfixturevalue("transactional_db")
+    yield
+    request.node.stash[BEAT_BEFORE_FLUSH] = (django_db_blocker, beat_entries())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    yield
+    seen = item.stash.get(BEAT_BEFORE_FLUSH, None)
+    # After the last test the session is over too: no engine, no test database.
+    if seen is None or nextitem is None:
+        return
+    from tests.flush import assert_kept
+
+    blocker, before = seen
+    with blocker.unblock():
+        assert_kept(before)
+
+
 @pytest.fixture(autouse=True)
 def every_execution_replays(request: pytest.FixtureRequest):
-    """After each database test, every execution it produced must pass `--verify` and
-    match its projections: the suite checks determinism on everything it runs."""
+    """After each database test, every execution it created must pass `--verify` and
+    match its projections: the suite checks determinism on everything it runs.
+
+    The test's own only (created since it began): what earlier tests left was theirs to
+    check, and the cost follows the test, not the length of the run. One it left running
+    is checked too, as far as it has got, on one snapshot of the database: an execution's
+    events and projections are written in one transaction, so they agree in any snapshot,
+    whatever the workers append meanwhile.
+    """
+    from django.utils import timezone
+
+    since = timezone.now()
     yield
     uses_db = request.node.get_closest_marker("django_db") is not None or bool(
         {"db", "transactional_db"} & set(request.fixturenames)
@@ -66,9 +136,11 @@ def every_execution_replays(request: pytest.FixtureRequest):
         return
     from executions.models import Execution
     from tests.integration.engine import assert_replayable
+    from tests.snapshot import one_snapshot
 
-    for execution in Execution.objects.all():
-        assert_replayable(execution)
+    with one_snapshot():
+        for execution in Execution.objects.filter(created_at__gte=since):
+            assert_replayable(execution)
 
 
 @pytest.fixture(autouse=True)
