@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def flush_keeps_the_engine() -> Iterator[None]:
     """Every transactional test ends with tests/flush.py's flush, not Django's: the live
-    engine's beat keeps its entries through it."""
+    engine keeps its own rows through it."""
     from django.core.management.commands import flush as django_flush
 
     from tests.flush import Command
@@ -77,19 +77,20 @@ def flush_keeps_the_engine() -> Iterator[None]:
         yield
 
 
-#: The live beat's entries just before a transactional test's flush, and the blocker to
+#: The live engine's rows just before a transactional test's flush, and the blocker to
 #: read them again after it (pytest-django blocks the database once the test is over).
-BEAT_BEFORE_FLUSH = pytest.StashKey[tuple[DjangoDbBlocker, set[tuple[int, str]]]]()
+ENGINE_ROWS_BEFORE_FLUSH = pytest.StashKey[tuple[DjangoDbBlocker, set[str]]]()
 
 
 @pytest.fixture(autouse=True)
-def beat_entries_outlive_the_flush(
+def engine_rows_outlive_the_flush(
     request: pytest.FixtureRequest, django_db_blocker: DjangoDbBlocker
 ) -> Iterator[None]:
-    """Each transactional test proves tests/flush.py: the beat's entries seen before its
-    flush are all there, the same rows, after it (pytest_runtest_teardown below checks,
-    once the flush has run), and no schedule's entry is."""
-    from tests.flush import beat_entries, flushes
+    """Each transactional test proves tests/flush.py: the engine's rows seen before its
+    flush (the beat's entries, the sweeper's record) are all there, the same rows, after
+    it (pytest_runtest_teardown below checks, once the flush has run), and no schedule's
+    beat entry is."""
+    from tests.flush import engine_rows, flushes
 
     if not flushes(request.node):
         yield
@@ -97,13 +98,13 @@ def beat_entries_outlive_the_flush(
     # Set up before this fixture, pytest-django's test case is torn down (flushed) after.
     request.getfixturevalue("transactional_db")
     yield
-    request.node.stash[BEAT_BEFORE_FLUSH] = (django_db_blocker, beat_entries())
+    request.node.stash[ENGINE_ROWS_BEFORE_FLUSH] = (django_db_blocker, engine_rows())
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     yield
-    seen = item.stash.get(BEAT_BEFORE_FLUSH, None)
+    seen = item.stash.get(ENGINE_ROWS_BEFORE_FLUSH, None)
     # After the last test the session is over too: no engine, no test database.
     if seen is None or nextitem is None:
         return

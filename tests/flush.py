@@ -3,15 +3,16 @@
 Django's TransactionTestCase (pytest-django's `transaction=True`, and every test using
 `live_server`) ends each test with the `flush` command, which truncates every table. The
 session's engine (tests/integration/engine.py: real worker and beat processes on the test
-database) runs on through those tests, and its beat keeps its own entries, the sweeper's
-among them, in django-celery-beat's tables: truncated under it, the beat drops the sweeper
-at its next reload.
+database) runs on through those tests, and keeps rows of its own there: the beat's entries
+(the sweeper's among them) in django-celery-beat's tables, and the sweeper's record of its
+last sweep (what /healthz and the admin read). Truncated under it, the beat has to write
+its entries back (new rows), and the sweeper reads as never having run.
 
-So the run's flush (`Command`, put in place of Django's by tests/conftest.py) keeps
-django-celery-beat's tables and takes out of them only what tests wrote there: each
-schedule is deleted as the product deletes one, its PeriodicTask and crontab with it, which
-also tells the running beat to reload without them. Every other table is truncated, and
-post_migrate emitted, as Django's flush does.
+So the run's flush (`Command`, put in place of Django's by tests/conftest.py) keeps those
+tables, and takes out of them only what tests wrote there: each schedule is deleted as the
+product deletes one, its PeriodicTask and crontab with it, which also tells the running
+beat to reload without them. Every other table is truncated, and post_migrate emitted, as
+Django's flush does.
 
 Not `available_apps`, TransactionTestCase's way of flushing fewer apps: it also takes the
 apps left out out of the app registry for the whole test, and the admin pages the browser
@@ -37,22 +38,19 @@ from django.core.management.sql import emit_post_migrate_signal
 from django.db import connections
 from django_celery_beat.models import PeriodicTask
 
+from executions.models import SweeperState
 from schedules.models import Schedule
 from schedules.services import RUN_TASK, schedule_delete
-
-#: The apps whose rows the engine's processes read between tests: the beat's schedule.
-ENGINE_APPS = ("django_celery_beat",)
 
 #: pytest-django's fixtures that make a test transactional, as its marker's arguments do.
 TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server", "django_db_reset_sequences"}
 
 
 def engine_tables() -> set[str]:
-    return {
-        model._meta.db_table
-        for label in ENGINE_APPS
-        for model in apps.get_app_config(label).get_models(include_auto_created=True)
-    }
+    """The tables of the rows the engine's processes write for themselves: the beat's
+    schedule, and the sweeper's record."""
+    beat = apps.get_app_config("django_celery_beat").get_models(include_auto_created=True)
+    return {model._meta.db_table for model in beat} | {SweeperState._meta.db_table}
 
 
 class Command(flush.Command):
@@ -119,24 +117,26 @@ def assert_flushes_come_first(items: list[pytest.Item]) -> None:
         )
 
 
-# --- what the live beat must find after a flush --------------------------------------
+# --- what the live engine must find after a flush ------------------------------------
 
 
-def beat_entries() -> set[tuple[int, str]]:
-    """The beat's own entries, (pk, name): those no schedule owns (the sweeper, Celery's
-    defaults)."""
-    return set(
-        PeriodicTask.objects.filter(workflow_schedule__isnull=True).values_list("pk", "name")
-    )
+def engine_rows() -> set[str]:
+    """The engine's own rows: the beat's entries that no schedule owns (the sweeper,
+    Celery's defaults), by id and name, and the sweeper's record, by name."""
+    entries = PeriodicTask.objects.filter(workflow_schedule__isnull=True)
+    rows = {f"beat entry {pk} {name}" for pk, name in entries.values_list("pk", "name")}
+    return rows | {
+        f"sweeper state {n}" for n in SweeperState.objects.values_list("name", flat=True)
+    }
 
 
-def assert_kept(before: set[tuple[int, str]]) -> None:
-    """After a flush: every entry of the beat's from `before` is still there (the same
-    rows, not new ones), and none that a test's schedule had."""
-    after = set(PeriodicTask.objects.values_list("pk", "name"))
-    assert before <= after, (
-        f"a transactional test's flush removed the live beat's entries {sorted(before - after)}"
-        " (tests/flush.py keeps django-celery-beat's tables: is its flush the one that ran?)"
+def assert_kept(before: set[str]) -> None:
+    """After a flush: every row of the engine's from `before` is still there (the same
+    rows, not ones written back since), and no beat entry a test's schedule had."""
+    lost = before - engine_rows()
+    assert not lost, (
+        f"a transactional test's flush removed the live engine's rows {sorted(lost)} "
+        "(tests/flush.py keeps their tables: is its flush the one that ran?)"
     )
     left = list(PeriodicTask.objects.filter(task=RUN_TASK).values_list("name", flat=True))
     assert left == [], f"the flush left the beat entries of deleted schedules: {left}"
