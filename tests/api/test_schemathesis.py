@@ -29,6 +29,7 @@ from rest_framework.authtoken.models import Token
 
 from executions.services.start import execution_start
 from schedules.services import schedule_create
+from tests.ci import missing
 from tests.factories import make_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,8 +99,9 @@ def _token() -> str:
     return Token.objects.create(user=user).key
 
 
-@pytest.mark.skipif(not ST.exists(), reason="schemathesis is not installed: pip install -e .[dev]")
 def test_schemathesis_all_checks_pass(live_server, tmp_path: Path) -> None:
+    if not ST.exists():
+        missing(f"schemathesis's CLI `st` is not at {ST}: pip install -e .[dev]")
     version = make_version(APPROVAL, name="st-flow")
     execution, _ = execution_start(version=version, input={})
     schedule = schedule_create(workflow=version.workflow, cron="0 0 1 1 *", enabled=False)

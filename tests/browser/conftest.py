@@ -7,13 +7,14 @@ Screenshots go to var/screenshots/ for a person to look at.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+from tests.ci import missing
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -29,10 +30,7 @@ def screenshots() -> Path:
 @pytest.fixture(scope="session")
 def chrome() -> Iterator[object]:
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        message = "needs Debian's chromium and chromium-driver (./dev installs them)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("needs Debian's chromium and chromium-driver (./dev installs them)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -18,8 +18,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def live(engine: Engine, django_db_blocker) -> Iterator[Engine]:
+    """The session's engine, handed back as the test found it: a test that kills or stops
+    processes restores them itself (in a finally), and this restores what a failing one
+    left (a worker started, not yet killed; a beat stopped)."""
     with django_db_blocker.unblock():
+        workers, beat = len(engine.workers), engine.beat is not None
         yield engine
+        restore(engine, workers=workers, beat=beat)
+
+
+def restore(engine: Engine, *, workers: int, beat: bool) -> None:
+    """`workers` worker processes (the newest extra ones killed) and the beat if it ran."""
+    while len(engine.workers) > workers:
+        engine.kill_worker(engine.workers[-1])
+    while len(engine.workers) < workers:
+        engine.start_worker()
+    if beat and engine.beat is None:
+        engine.start_beat()
 
 
 @pytest.fixture

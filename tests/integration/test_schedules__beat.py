@@ -6,8 +6,10 @@ beats are stopped, rather than by waiting minutes.)"""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -15,8 +17,9 @@ from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Execution
 from executions.supervisor import beat_argv
 from schedules.models import Schedule, ScheduleFire
-from schedules.services import schedule_create
+from schedules.services import schedule_create, schedule_delete
 from tests.factories import make_version
+from tests.integration.engine import Engine
 from tests.waiting import eventually as wait_for
 
 ECHO = {"nodes": [{"id": "a", "type": "function", "function": "std.echo", "input": 1}]}
@@ -36,12 +39,22 @@ def settled(schedule: Schedule) -> bool:
     return bool(ids) and not active.exists()
 
 
-def test_two_beats_one_execution_per_fire_and_catchup_after_a_restart(live) -> None:
-    workflow = make_version(ECHO).workflow
+@pytest.fixture
+def every_minute(live: Engine) -> Iterator[Schedule]:
+    """An every-minute schedule, deleted at the end: else the session's beat would go on
+    starting an execution a minute for the rest of the run."""
     schedule = schedule_create(
-        workflow=workflow, cron="* * * * *", overlap="allow", catchup="all",
-        catchup_window_seconds=600,
+        workflow=make_version(ECHO).workflow, cron="* * * * *", overlap="allow",
+        catchup="all", catchup_window_seconds=600,
     )  # fmt: skip
+    yield schedule
+    schedule_delete(schedule=Schedule.objects.get(pk=schedule.pk))
+
+
+def test_two_beats_one_execution_per_fire_and_catchup_after_a_restart(
+    live: Engine, every_minute: Schedule
+) -> None:
+    schedule = every_minute
     second = live.supervisor.start(
         live.supervisor.numbered("beat"),
         beat_argv(schedule=live.log_dir / "beat-schedule-2"),
@@ -54,18 +67,20 @@ def test_two_beats_one_execution_per_fire_and_catchup_after_a_restart(live) -> N
     finally:
         live.supervisor.stop(second)
         live.stop_beat()
-    keys = Execution.objects.filter(engine_key__startswith=f"schedule:{schedule.pk}:")
-    assert keys.count() == len(started(schedule)) == 1
-    assert first.outcome == "started"
-    assert first.execution_id is not None
+    try:
+        keys = Execution.objects.filter(engine_key__startswith=f"schedule:{schedule.pk}:")
+        assert keys.count() == len(started(schedule)) == 1
+        assert first.outcome == "started"
+        assert first.execution_id is not None
 
-    # Beat down for five minutes: the fires after the last one handled were missed.
-    down_since = first.fire_time - timedelta(minutes=5)
-    Schedule.objects.filter(pk=schedule.pk).update(last_fire_at=down_since)
-    ScheduleFire.objects.filter(schedule=schedule).delete()
-    Execution.objects.filter(pk=first.execution_id).update(engine_key=None)
-    PeriodicTask.objects.filter(pk=schedule.periodic_task_id).update(last_run_at=down_since)
-    live.start_beat()  # fires the missed tick at once, on startup
+        # Beat down for five minutes: the fires after the last one handled were missed.
+        down_since = first.fire_time - timedelta(minutes=5)
+        Schedule.objects.filter(pk=schedule.pk).update(last_fire_at=down_since)
+        ScheduleFire.objects.filter(schedule=schedule).delete()
+        Execution.objects.filter(pk=first.execution_id).update(engine_key=None)
+        PeriodicTask.objects.filter(pk=schedule.periodic_task_id).update(last_run_at=down_since)
+    finally:
+        live.start_beat()  # fires the missed tick at once, on startup
     wait_for(lambda: len(started(schedule)) >= 5, 90, "the catch-up fires")
     wait_for(lambda: settled(schedule), 90, "the catch-up executions to end")
     times = [fire.fire_time for fire in started(schedule)]
