@@ -31,6 +31,10 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictSlugField(StrictCharField, serializers.SlugField):
+    """Text only, then a slug: DRF's SlugField takes 0 and stores "0"."""
+
+
 class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
