@@ -14,6 +14,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.parsers import parse_date_time
+
 #: The largest value of a 64-bit signed id column; anything larger cannot be an id.
 MAX_ID = 2**63 - 1
 #: PositiveIntegerField's range on every backend (version numbers, seqs).
@@ -29,6 +31,10 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictSlugField(StrictCharField, serializers.SlugField):
+    """Text only, then a slug: DRF's SlugField takes 0 and stores "0"."""
+
+
 class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
@@ -41,6 +47,20 @@ class StrictBooleanField(serializers.BooleanField):
         if not isinstance(data, bool):
             self.fail("invalid")
         return data
+
+
+class StrictDateTimeField(serializers.DateTimeField):
+    """An RFC 3339 date-time, as format: date-time says: DRF's takes anything ISO 8601
+    allows (a bare date, no offset, 20300101)."""
+
+    def to_internal_value(self, value: Any) -> Any:
+        if not isinstance(value, str):
+            self.fail("invalid", format="RFC 3339")
+        try:
+            moment = parse_date_time(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc), code="invalid") from None
+        return self.enforce_timezone(moment)
 
 
 class StrictUUIDField(serializers.UUIDField):

@@ -11,6 +11,7 @@ turns a would-be 500 (or a generic 400) into a 400 that names where the characte
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from typing import Any
 
 from rest_framework.exceptions import ValidationError
@@ -48,15 +49,49 @@ def query_choice(request: Request, name: str, choices: list[str]) -> str | None:
 
 
 def query_text(request: Request, name: str, *, max_length: int) -> str | None:
-    """?name=text of at most max_length characters, or None when absent or empty."""
+    """?name=text of 1 to max_length characters, or None when absent. Empty is a 400: read
+    as "no filter" it would answer a different question than the one asked."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return None
+    if raw == "":
+        raise ValidationError({name: [f"Empty: give a value, or leave {name} out."]})
     if len(raw) > max_length:
         raise ValidationError({name: [f"At most {max_length} characters."]})
     if "\x00" in raw:
         raise ValidationError({name: ["NUL characters (\\u0000) are not accepted."]})
     return raw
+
+
+#: RFC 3339's date-time, which is what OpenAPI's `format: date-time` means: a date, "T", a
+#: time with seconds (and any fraction), then "Z" or an offset. ISO 8601 (and so Python and
+#: Django) also takes a bare date, no seconds, no offset, "+0200" or "20300101", which the
+#: schema calls invalid; so they are refused before the parsing.
+RFC3339 = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z", re.ASCII
+)
+DATE_TIME_EXAMPLE = "2030-01-01T09:00:00Z or 2030-01-01T09:00:00.5+02:00"
+
+
+def parse_date_time(text: str) -> datetime:
+    """An RFC 3339 date-time as an aware datetime; ValueError says what is wrong with it.
+    A leap second (:60) is read as the second after :59, which Python cannot represent."""
+    match = RFC3339.match(text)
+    shown = text if len(text) <= 40 else f"{text[:40]}..."
+    if match is None:
+        raise ValueError(f"{shown!r} is not an RFC 3339 date-time: write e.g. {DATE_TIME_EXAMPLE}")
+    day, minutes, seconds, fraction, offset = match.groups()
+    leap = seconds == "60"
+    offset = "+00:00" if offset in "Zz" else offset
+    try:
+        moment = datetime.fromisoformat(
+            f"{day}T{minutes}:{'59' if leap else seconds}{(fraction or '')[:7]}{offset}"
+        )
+        return moment + timedelta(seconds=1) if leap else moment
+    except (ValueError, OverflowError):
+        raise ValueError(
+            f"{shown!r} is out of range: no such date, time or offset (years 0001 to 9999)"
+        ) from None
 
 
 #: What PostgreSQL's text and jsonb cannot hold: NUL, and a surrogate code point with no

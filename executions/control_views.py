@@ -19,6 +19,7 @@ from config.fields import (
     MAX_INT32,
     StrictBooleanField,
     StrictCharField,
+    StrictDateTimeField,
     StrictIntegerField,
     StrictUUIDField,
 )
@@ -263,8 +264,8 @@ class StateView(_ControlView):
 class BulkFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=values(ExecutionStatus), required=False)
     workflow = StrictCharField(required=False, max_length=100, help_text="Its id or name.")
-    created_after = serializers.DateTimeField(required=False, help_text="At or after.")
-    created_before = serializers.DateTimeField(required=False, help_text="Before.")
+    created_after = StrictDateTimeField(required=False, help_text="At or after.")
+    created_before = StrictDateTimeField(required=False, help_text="Before.")
     has_failed_nodes = StrictBooleanField(required=False)
 
     def to_internal_value(self, data: Any) -> Any:

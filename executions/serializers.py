@@ -8,7 +8,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from config.fields import MAX_INT32, StrictIntegerField, WorkflowRefField
+from config.fields import MAX_INT32, StrictDateTimeField, StrictIntegerField, WorkflowRefField
 from executions.models import Attempt, Event, Execution, Task
 
 
@@ -98,8 +98,8 @@ class ExecutionCreateSerializer(serializers.Serializer):
     input = serializers.JSONField(
         required=False, default=dict, allow_null=True, help_text="Any JSON; null means {}."
     )
-    start_at = serializers.DateTimeField(
-        required=False, help_text="Start no earlier than this (ISO 8601, with an offset)."
+    start_at = StrictDateTimeField(
+        required=False, help_text="Start no earlier than this (an RFC 3339 date-time)."
     )
     faults = FaultsSerializer(
         required=False, help_text="Fault injection; refused unless WORKFLOW_FAULT_INJECTION=1."

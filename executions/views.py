@@ -144,7 +144,9 @@ class EventList(generics.ListAPIView):
                 minimum=0,
                 maximum=MAX_INT32,
             ),
-            query_parameter("node_id", "Only this node's events.", type="string", maxLength=80),
+            query_parameter(
+                "node_id", "Only this node's events.", type="string", minLength=1, maxLength=80
+            ),
             query_parameter(
                 "wait",
                 "Long poll: wait up to this many seconds for an event after after_seq "

@@ -9,13 +9,14 @@ from config.fields import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
+    StrictSlugField,
     WorkflowRefField,
 )
 from triggers.models import Event, Trigger
 
 
 class TriggerCreateSerializer(serializers.Serializer):
-    name = serializers.SlugField(max_length=100)
+    name = StrictSlugField(max_length=100)
     event = StrictCharField(max_length=200, help_text="The event key it answers.")
     workflow = WorkflowRefField(help_text="The workflow's id or name.")
     version = StrictIntegerField(

@@ -78,12 +78,16 @@ def test_idempotency_key_header_and_typed_bodies() -> None:
     components = schema["components"]["schemas"]
     create = components["WorkflowCreateRequest"]["properties"]
     assert create["definition"]["allOf"] == [{"$ref": "#/components/schemas/Definition"}]
+    kinds = ["function", "http", "delay", "approval", "workflow", "map", "signal"]
     node = components["Node"]
-    assert node["required"] == ["id", "type"]
-    assert node["additionalProperties"] is False
-    assert node["properties"]["type"]["enum"] == [
-        "function", "http", "delay", "approval", "workflow", "map", "signal"
-    ]  # fmt: skip
+    assert node["discriminator"]["propertyName"] == "type"
+    assert list(node["discriminator"]["mapping"]) == kinds
+    for kind, ref in node["discriminator"]["mapping"].items():
+        one = components[ref.rsplit("/", 1)[1]]
+        assert node["oneOf"].count({"$ref": ref}) == 1
+        assert one["required"][:2] == ["id", "type"]
+        assert one["additionalProperties"] is False
+        assert one["properties"]["type"]["enum"] == [kind]
     limits = schema["paths"]["/executions"]["get"]["parameters"]
     limit = next(p for p in limits if p["name"] == "limit")
     assert limit["schema"]["maximum"] >= 1
@@ -95,10 +99,19 @@ def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
     from tests.examples import CONTRACT_EXAMPLE
     from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
     from workflows.dsl.parser import TOP_FIELDS
+    from workflows.kinds import WORKER_NAMES
 
     components = _schema()["components"]
     root = {"components": components, **components["schemas"]["Definition"]}
     jsonschema.Draft4Validator(root).validate(CONTRACT_EXAMPLE)
-    node_fields = {*GRAPH_FIELDS, *COMMON_FIELDS, *(f for fs in TYPE_FIELDS.values() for f in fs)}
-    assert set(components["schemas"]["Node"]["properties"]) == node_fields
-    assert set(components["schemas"]["Definition"]["properties"]) == set(TOP_FIELDS)
+    schemas = components["schemas"]
+    for kind, fields in TYPE_FIELDS.items():
+        # The parser's fields for the kind, a pool only where a worker runs it.
+        common = {f for f in COMMON_FIELDS if f != "pool" or kind in WORKER_NAMES}
+        node = schemas[f"{kind.capitalize()}Node"]["properties"]
+        assert set(node) == {*GRAPH_FIELDS, *common, *fields}, kind
+        if kind != "map":
+            body = schemas[f"{kind.capitalize()}NodeBody"]["properties"]
+            assert set(body) == {*common, *fields}, kind
+    assert "MapNodeBody" not in schemas  # a compensation or a map's node is never a map
+    assert set(schemas["Definition"]["properties"]) == set(TOP_FIELDS)

@@ -47,6 +47,8 @@ REFERENTIAL = [
     "POST /schedules",
     # cron: a real cron expression, as in POST /schedules.
     "PATCH /schedules/{schedule_id}",
+    # version: one of that trigger's workflow's versions.
+    "PATCH /triggers/{name}",
     # workflow must exist; input and filter expressions must read the event.
     "POST /triggers",
     # at_seq may not pass the end of that execution's log.

@@ -101,6 +101,7 @@ def test_start_fields_are_typed_and_bounded(api, body, field) -> None:
         ("/schedules", {"workflow": "wf", "cron": "* * * * *", "enabled": "yes"}, "enabled"),
         ("/schedules", {"workflow": "wf", "cron": "* * * * *", "enabled": 1}, "enabled"),
         ("/schedules", {"workflow": "1" * 5000, "cron": "* * * * *"}, "workflow"),
+        ("/triggers", {"name": 0, "event": "e", "workflow": "wf"}, "name"),
         ("{e}/retry", {"node_id": 5}, "node_id"),
         ("{e}/replay", {"from_node": ["a"]}, "from_node"),
         ("{e}/tasks/review/approve", {"comment": 5}, "comment"),

@@ -99,6 +99,8 @@ def parse_body(c: Collector, raw: Mapping[str, Any], place: Place) -> dict[str, 
     if "pool" in raw:
         kwargs["pool"] = _pool(c, raw["pool"], known, place)
     if found is not None:
+        for requirement in found.requires:
+            requirement.check(c, raw, node=node, prefix=p)
         kwargs["spec"] = found.parse(c, raw, place, kwargs["retry_policy"])
     return kwargs
 

@@ -20,14 +20,8 @@ if TYPE_CHECKING:
 def parse_delay(
     c: Collector, raw: Mapping[str, Any], place: Place, _: RetryPolicy
 ) -> dict[str, Any]:
+    """The delay's `seconds` or `until` (that it has exactly one is the kind's `requires`)."""
     node, p = place.scope.node, place.prefix
-    if ("seconds" in raw) == ("until" in raw):
-        c.add(
-            "give exactly one of seconds (a number >= 0) or until (an ISO 8601 instant "
-            'with a timezone, e.g. "2030-01-01T09:00:00+00:00")',
-            node=node,
-            field=p + "seconds",
-        )
     if "seconds" in raw:
         seconds = c.number(raw["seconds"], node=node, field=p + "seconds", minimum=0)
         return {"seconds": c.within(seconds, "max_delay_seconds", node=node, field=p + "seconds")}

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from workflows.dsl.checks import Collector
     from workflows.dsl.limits import Limits
     from workflows.dsl.model import NodeBody, RetryPolicy
+    from workflows.kinds.fields import Required
 
 JSON = Any
 
@@ -98,12 +99,16 @@ class NodeKind:
     starts_child: ClassVar[bool] = False
     #: The JSON Schema of each of its fields, for GET /schema (workflows/definition_schema.py).
     schema: ClassVar[Mapping[str, Any]] = {}
+    #: What a node of this kind must have: the parser reports each missing one before
+    #: `parse` runs, and the definition's JSON Schema requires the same.
+    requires: ClassVar[tuple[Required, ...]] = ()
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     ) -> object:
         """The node's `spec` from the kind's own fields (None: it has none); problems go
-        to `c` (a definition with problems is never built, so a spec may be partial)."""
+        to `c` (a definition with problems is never built, so a spec may be partial). A
+        field of `requires` that is missing has been reported already."""
         return None
 
     def bound_schema(self, properties: dict[str, Any], bound: Limits) -> None:

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from workflows.dsl.checks import Collector
+from workflows.dsl.checks import MAX_SECONDS, Collector
 from workflows.dsl.delays import parse_delay, until_problem
 from workflows.dsl.limits import limits, over
 from workflows.dsl.templates import render
 from workflows.kinds.base import LimitExceeded, NodeKind, Wait, spec_of
+from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
@@ -27,13 +28,29 @@ class DelaySpec:
     until: str | None = None
 
 
+WHEN = Required(
+    ("seconds", "until"),
+    "seconds (a number >= 0) or until (an ISO 8601 instant with a timezone, "
+    'e.g. "2030-01-01T09:00:00+00:00")',
+)
+
+
 class DelayKind(NodeKind):
     name = "delay"
     fields = ("seconds", "until")
     schema: ClassVar[Mapping[str, Any]] = {
-        "seconds": {"type": "number", "minimum": 0, "description": "delay: how long."},
-        "until": {"type": "string", "description": "delay: an ISO 8601 instant with an offset."},
+        "seconds": {
+            "type": "number",
+            "minimum": 0,
+            "description": "delay: how long.",
+        },
+        "until": {
+            "type": "string",
+            "pattern": r"\S",
+            "description": "delay: an ISO 8601 instant with an offset, or a template.",
+        },
     }
+    requires = (WHEN,)
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
@@ -41,7 +58,7 @@ class DelayKind(NodeKind):
         return DelaySpec(**parse_delay(c, raw, place, policy))
 
     def bound_schema(self, properties: dict[str, Any], bound: Limits) -> None:
-        properties["seconds"]["maximum"] = bound.max_delay_seconds
+        properties["seconds"]["maximum"] = min(bound.max_delay_seconds, MAX_SECONDS)
 
     def start(self, node: NodeBody, context: dict[str, Any], now: datetime | None) -> Wait:
         spec = spec_of(node, DelaySpec)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector, quote
 from workflows.kinds.base import NodeKind
-from workflows.kinds.fields import required
+from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
@@ -21,6 +21,9 @@ class FunctionSpec:
     function: str | None = None
 
 
+FUNCTION = Required(("function",), 'the name of a registered function, e.g. "std.echo"')
+
+
 class FunctionKind(NodeKind):
     name = "function"
     fields = ("function",)
@@ -28,17 +31,21 @@ class FunctionKind(NodeKind):
     heartbeats_progress = True
     executor = "nodes.executors.entries:function"
     schema: ClassVar[Mapping[str, Any]] = {
-        "function": {"type": "string", "description": "function: a registered function's name."}
+        "function": {
+            "type": "string",
+            "pattern": r"\S",
+            "description": "function: a registered function's name.",
+        }
     }
+    requires = (FUNCTION,)
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     ) -> FunctionSpec:
-        what = 'the name of a registered function, e.g. "std.echo"'
-        if not required(c, raw, "function", place, what):
+        if "function" not in raw:
             return FunctionSpec()
         field = place.prefix + "function"
-        name = c.string(raw["function"], node=place.scope.node, field=field, what=what)
+        name = c.string(raw["function"], node=place.scope.node, field=field, what=FUNCTION.what)
         if name is not None and c.function_exists is not None and not c.function_exists(name):
             c.add(
                 f"unknown function {quote(name)}: register it with @workflow_function, "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from workflows.dsl.checks import Collector, describe, quote
 from workflows.dsl.references import check_templates
 from workflows.kinds.base import JSON, NodeKind, spec_of
-from workflows.kinds.fields import required
+from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
@@ -17,17 +17,32 @@ if TYPE_CHECKING:
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 REQUEST_FIELDS = ("method", "url", "headers", "params", "json", "body")
+REQUEST = Required(("request",), 'an object like {"method": "GET", "url": "https://..."}')
+URL = Required(("url",), "an http:// or https:// URL")
 _STATUS = {"type": "integer", "minimum": 100, "maximum": 599}
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{letter}{letter.lower()}]" for letter in word)
+
+
 REQUEST_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["url"],
+    **URL.schema(),
+    "not": {"required": ["json", "body"], "description": "json or body, not both."},
     "properties": {
         "method": {
             "type": "string",
+            "pattern": f"^({'|'.join(_any_case(method) for method in HTTP_METHODS)})$",
             "description": f"One of {', '.join(HTTP_METHODS)}, any case (default GET).",
         },
-        "url": {"type": "string", "description": "http:// or https://, may hold templates."},
+        "url": {
+            "type": "string",
+            # What _request takes: an http(s) URL, or a template that renders one.
+            "pattern": r"^https?://|\{\{",
+            "description": "http:// or https://, may hold templates.",
+        },
         "headers": {"type": "object", "additionalProperties": {"type": "string"}},
         "params": {"type": "object"},
         "json": {"description": "Any JSON; strings may hold {{ templates }}."},
@@ -57,6 +72,7 @@ class HttpKind(NodeKind):
             "description": "http: the status, or statuses, that count as success (default 2xx).",
         },
     }
+    requires = (REQUEST,)
 
     def template(self, node: NodeBody) -> JSON:
         return spec_of(node, HttpSpec).request  # an http node renders its request
@@ -65,8 +81,7 @@ class HttpKind(NodeKind):
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     ) -> HttpSpec:
         kwargs: dict[str, Any] = {}
-        example = 'an object like {"method": "GET", "url": "https://..."}'
-        if required(c, raw, "request", place, example):
+        if "request" in raw:
             kwargs["request"] = _request(c, raw["request"], place)
         if "success_status" in raw:
             kwargs["success_status"] = _statuses(c, raw["success_status"], place)
@@ -88,9 +103,8 @@ def _request(c: Collector, raw: object, place: Place) -> dict[str, Any] | None:
             field=at + ".method",
         )
     url = request.get("url")
-    if "url" not in request:
-        c.add("is required: an http:// or https:// URL", node=node, field=at + ".url")
-    elif not isinstance(url, str) or not (url.startswith(("http://", "https://")) or "{{" in url):
+    is_url = isinstance(url, str) and (url.startswith(("http://", "https://")) or "{{" in url)
+    if URL.check(c, request, node=node, prefix=at + ".") and not is_url:
         got = quote(url) if isinstance(url, str) else describe(url)
         c.add(f"must be an http:// or https:// URL (got {got})", node=node, field=at + ".url")
     for key in ("headers", "params"):

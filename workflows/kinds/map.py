@@ -13,7 +13,7 @@ from workflows.dsl.limits import limits, over
 from workflows.dsl.references import check_items
 from workflows.dsl.templates import check_size, search
 from workflows.kinds.base import LimitExceeded, NodeKind, Schedule, spec_of
-from workflows.kinds.fields import required
+from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
@@ -31,6 +31,10 @@ class MapSpec:
     max_parallel: int | None = None
 
 
+ITEMS = Required(("items",), "an expression that yields a list, e.g. input.items")
+BODY = Required(("node",), 'the body run per item, e.g. {"type": "function", ...}')
+
+
 class MapKind(NodeKind):
     name = "map"
     fields = ("items", "node", "max_parallel")
@@ -38,10 +42,15 @@ class MapKind(NodeKind):
     schedules_more = True  # its items start in the next step of the same decide call
     fans_out = True
     schema: ClassVar[Mapping[str, Any]] = {
-        "items": {"type": "string", "description": "map: an expression that yields a list."},
+        "items": {
+            "type": "string",
+            "pattern": r"\S",
+            "description": "map: an expression that yields a list.",
+        },
         "node": {"$ref": "#/components/schemas/NodeBody"},
         "max_parallel": {"type": "integer", "minimum": 1},
     }
+    requires = (ITEMS, BODY)
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
@@ -52,12 +61,11 @@ class MapKind(NodeKind):
 
         node, p = place.scope.node, place.prefix
         kwargs: dict[str, Any] = {}
-        if required(c, raw, "items", place, "an expression that yields a list, e.g. input.items"):
+        if "items" in raw:
             kwargs["items"] = check_items(
                 c, raw["items"], scope=no_secrets(place.scope), field=p + "items"
             )
-        body_example = 'the body run per item, e.g. {"type": "function", ...}'
-        if required(c, raw, "node", place, body_example):
+        if "node" in raw:
             body = bodies.Place(
                 scope=Scope(node=node, owner=place.scope.owner, in_map=True),
                 prefix=p + "node.",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector
 from workflows.kinds.base import NodeKind, Schedule, spec_of
+from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 #: A signal's name: one URL path segment.
 SIGNAL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}\Z")
+SIGNAL = Required(("signal",), "a name of 1 to 100 letters, digits, '_', '.', ':' or '-'")
 
 
 @dataclass(frozen=True)
@@ -41,15 +43,17 @@ class SignalKind(NodeKind):
             "description": "signal: the name POST /executions/{id}/signals/{name} sends.",
         }
     }
+    requires = (SIGNAL,)
 
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     ) -> SignalSpec:
-        value = raw.get("signal")
+        if "signal" not in raw:
+            return SignalSpec()
+        value = raw["signal"]
         if not isinstance(value, str) or not SIGNAL_NAME.match(value):
             c.add(
-                "is required: a name of 1 to 100 letters, digits, '_', '.', ':' or '-' "
-                f"(got {repr(value)[:60]})",
+                f"must be {SIGNAL.what} (got {repr(value)[:60]})",
                 node=place.scope.node,
                 field=place.prefix + "signal",
             )

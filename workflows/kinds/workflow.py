@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from workflows.dsl.checks import Collector, describe, quote
+from workflows.dsl.checks import MAX_INT, Collector, describe, quote
 from workflows.kinds.base import NodeKind
-from workflows.kinds.fields import required
+from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
     from workflows.dsl.bodies import Place
@@ -27,6 +27,9 @@ class WorkflowSpec:
     version: int | None = None
 
 
+WORKFLOW = Required(("workflow",), "the name of the workflow to run")
+
+
 class WorkflowKind(NodeKind):
     name = "workflow"
     fields = ("workflow", "version")
@@ -38,8 +41,14 @@ class WorkflowKind(NodeKind):
             "pattern": f"^{WORKFLOW_NAME.pattern.removesuffix(chr(92) + 'Z')}$",
             "description": "workflow: the child workflow's name.",
         },
-        "version": {"type": "integer", "minimum": 1, "description": "workflow: pin a version."},
+        "version": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_INT,
+            "description": "workflow: pin a version.",
+        },
     }
+    requires = (WORKFLOW,)
     # No executor: the worker starts the child itself (executions/worker/runtime.py).
 
     def parse(
@@ -47,7 +56,7 @@ class WorkflowKind(NodeKind):
     ) -> WorkflowSpec:
         node, p = place.scope.node, place.prefix
         kwargs: dict[str, Any] = {}
-        if required(c, raw, "workflow", place, "the name of the workflow to run"):
+        if "workflow" in raw:
             name = raw["workflow"]
             if not isinstance(name, str) or not WORKFLOW_NAME.match(name):
                 got = quote(name) if isinstance(name, str) else describe(name)
