@@ -1,5 +1,5 @@
 """Scenario `broker`: run_task messages the broker carries per attempt over a wide map
-(issue 11: <= 2 on average over 5,000 items, the queue empty when the map ends).
+(the target: <= 2 on average over 5,000 items, the queue empty when the map ends).
 
 Counted from the broker's side, not the engine's: every run_task message a publisher
 sends is announced by a task-sent event (CELERY_TASK_SEND_SENT_EVENT), which a receiver

@@ -10,7 +10,7 @@ from bench.base import BenchBase
 from bench.definitions import chain_definition, make_version, map_definition
 from bench.stats import summary
 
-#: Length of each of the many small executions (issue 11: "200 concurrent executions of a
+#: Length of each of the many small executions (the scale target: "200 concurrent executions of a
 #: 3-node chain").
 SMALL_CHAIN = 3
 
@@ -26,7 +26,7 @@ class ScaleScenarios(BenchBase):
     def maps(self) -> None:
         """A map of N std.noop items (the default max_parallel), from the start call to
         workflow_completed, per item; the ratio of the largest map's per-item time to the
-        smallest's (issue 11: flat, <= 1.2)."""
+        smallest's (the target: flat, <= 1.2)."""
         version = make_version("map", map_definition())
         sizes = self.v.map_sizes
         per_item: dict[int, list[float]] = {n: [] for n in sizes}

@@ -1,7 +1,7 @@
 """drf-spectacular: the schema documents every response an operation can give.
 
 Success bodies come from each view's serializers. The error responses follow from what
-the operation has (CONTRACT §4 and §6), so they are added here once rather than on every
+the operation has (its parameters, body and path), so they are added here once rather than on every
 view: 400 when it takes parameters or a body, 401 and 403 unless it is public, 404 when
 its path names an object, 413 and 415 when it takes a JSON body. A 409 depends on the
 operation: views that can refuse in the current status declare `409: CONFLICT`.
@@ -87,7 +87,7 @@ class AutoSchema(SpectacularAutoSchema):
 
 def drop_trailing_slash_duplicates(endpoints: list[Endpoint], **kwargs: Any) -> list[Endpoint]:
     """Document each route once: every path is served with and without a trailing slash
-    (CONTRACT §4), and listing both gives two operations with one operationId."""
+    (clients may use either), and listing both gives two operations with one operationId."""
     paths = {path for path, *_ in endpoints}
     return [
         endpoint
