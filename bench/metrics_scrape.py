@@ -1,5 +1,5 @@
 """How long a /metrics scrape takes against a large history: the incremental totals
-(monitoring/ledger.py) against the scrape as it was before them (a GROUP BY over the whole
+(executions/metrics/ledger.py) against the scrape as it was before them (a GROUP BY over the whole
 executions and tasks tables and a SUM over executions, every scrape).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/wf_bench_metrics \\
@@ -95,8 +95,8 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from executions.metrics.metrics import metrics_text
     from executions.models import Task
-    from monitoring.metrics import metrics_text
 
     call_command("migrate", verbosity=0)
     fill(args.tasks)

@@ -42,7 +42,7 @@ def _logging(loglevel: Any = None, **_: object) -> None:
 @task_prerun.connect
 def _fresh_log_context(**_: object) -> None:
     """Each task's log lines carry its own context, not the previous task's."""
-    from config import logs
+    from workflows import logs
 
     logs.clear()
 

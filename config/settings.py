@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
-from config.logs import logging_config
+from workflows.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("WORKFLOW_VAR_DIR", BASE_DIR / "var"))
@@ -49,9 +49,8 @@ INSTALLED_APPS = [
     "workflows",
     "executions",
     "nodes",
-    "schedules",
-    "triggers",
-    "monitoring",
+    # The standalone project's demo: `python manage.py run_demo` and its functions.
+    "config.demo",
 ]
 
 MIDDLEWARE = [
@@ -72,8 +71,7 @@ WSGI_APPLICATION = "config.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # config/ is no app: its templates (the Redoc page) are found here.
-        "DIRS": [BASE_DIR / "config" / "templates"],
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -124,36 +122,36 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("WORKFLOW_MAX_BODY_BYTES", 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: its WWW-Authenticate header turns anonymous requests into 401.
-        "config.auth.TokenAuthentication",
+        "workflows.rest.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # Each route and method needs the Django permission config/permissions.py maps it to.
-    "DEFAULT_PERMISSION_CLASSES": ["config.permissions.RoutePermission"],
-    # Every list is paginated, its page size capped (config/pagination.py).
-    "DEFAULT_PAGINATION_CLASS": "config.pagination.Page",
+    # Each route and method needs the Django permission workflows/rest/permissions.py maps it to.
+    "DEFAULT_PERMISSION_CLASSES": ["workflows.rest.permissions.RoutePermission"],
+    # Every list is paginated, its page size capped (workflows/rest/pagination.py).
+    "DEFAULT_PAGINATION_CLASS": "workflows.rest.pagination.Page",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "config.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "config.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "workflows.rest.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "workflows.rest.errors.exception_handler",
     # JSON only: a form or multipart body is a 415 (multipart file parts would otherwise
     # be streamed past DATA_UPLOAD_MAX_MEMORY_SIZE).
-    "DEFAULT_PARSER_CLASSES": ["config.parsers.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["workflows.rest.parsers.StrictJSONParser"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Workflow engine API",
     "DESCRIPTION": "Versioned DAG workflows on Celery; the event log is the source of truth.",
     "VERSION": "0.1.0",
     # Every route is served with and without a trailing slash; document it once.
-    "PREPROCESSING_HOOKS": ["config.openapi.drop_trailing_slash_duplicates"],
+    "PREPROCESSING_HOOKS": ["workflows.rest.openapi.drop_trailing_slash_duplicates"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.openapi.add_definition_components",
+        "workflows.rest.openapi.add_definition_components",
     ],
     # Request and response components apart: a 400 for a read-only field is not implied.
     "COMPONENT_SPLIT_REQUEST": True,
     # Three models have a "status": name each enum after its own.
     "ENUM_NAME_OVERRIDES": {
-        "ExecutionStatusEnum": "config.openapi.execution_statuses",
-        "TaskStatusEnum": "config.openapi.task_statuses",
+        "ExecutionStatusEnum": "workflows.rest.openapi.execution_statuses",
+        "TaskStatusEnum": "workflows.rest.openapi.task_statuses",
         "AttemptStatusEnum": "executions.models.AttemptStatus",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -163,10 +161,10 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery -----------------------------------------------------------------
 _BROKER_DIR = VAR_DIR / "broker"
-# "workflowfs" is kombu's filesystem transport with atomic writes (config/broker.py).
+# "workflowfs" is kombu's filesystem transport with atomic writes (executions/broker.py).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "workflowfs://")
 if CELERY_BROKER_URL.startswith(("filesystem://", "workflowfs://")):
-    import config.broker  # noqa: F401  (registers the transport alias)
+    import executions.broker  # noqa: F401  (registers the transport alias)
 
     for sub in ("queue", "processed", "control"):
         (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
@@ -211,7 +209,7 @@ CELERY_TASK_QUEUES = (Queue("orchestrator"), Queue("nodes"))
 CELERY_TASK_ROUTES = {
     "executions.tasks.*": {"queue": "orchestrator"},
     "nodes.tasks.*": {"queue": "nodes"},
-    "schedules.tasks.*": {"queue": "orchestrator"},
+    "executions.schedules.tasks.*": {"queue": "orchestrator"},
 }
 # Node types with a queue of their own, "type:queue,...", e.g. "http:http" to run HTTP
 # nodes on workers started with `-Q http` (README: Scaling workers per node type). The
@@ -265,7 +263,9 @@ WORKFLOW_SECRETS = {
 }
 # GET /metrics without a token, for a Prometheus that cannot send one.
 WORKFLOW_METRICS_PUBLIC = _flag("WORKFLOW_METRICS_PUBLIC")
-WORKFLOW_FUNCTION_MODULES = _list("WORKFLOW_FUNCTION_MODULES", "nodes.std,nodes.demo")
+WORKFLOW_FUNCTION_MODULES = _list(
+    "WORKFLOW_FUNCTION_MODULES", "nodes.std,config.demo.workflow_functions"
+)
 # POST /executions accepts "faults" (executions/engine/faults.py) only where this is 1:
 # for testing functions' idempotency, never in production.
 WORKFLOW_FAULT_INJECTION = _flag("WORKFLOW_FAULT_INJECTION")
@@ -388,7 +388,7 @@ SECURE_HSTS_PRELOAD = WORKFLOW_TLS and _flag("SECURE_HSTS_PRELOAD")
 SECURE_SSL_REDIRECT = WORKFLOW_TLS and _flag("SECURE_SSL_REDIRECT")
 SESSION_COOKIE_HTTPONLY = True
 
-# JSON lines with each line's execution, node, attempt and worker (config/logs.py), or
+# JSON lines with each line's execution, node, attempt and worker (workflows/logs.py), or
 # WORKFLOW_LOG_FORMAT=plain for people (the demo's children use it).
 WORKFLOW_LOG_FORMAT = os.environ.get("WORKFLOW_LOG_FORMAT", "json").strip().lower()
 LOGGING = logging_config(WORKFLOW_LOG_FORMAT, os.environ.get("LOG_LEVEL", "WARNING"))

@@ -13,7 +13,6 @@ from django.utils.html import format_html
 from django_celery_beat import admin as celery_beat_admin
 from django_celery_beat.models import PeriodicTask
 
-from config.permissions import OPERATE
 from executions.beat import engine_entries
 from executions.console.actions import action_view
 from executions.console.changelist import (
@@ -22,25 +21,20 @@ from executions.console.changelist import (
     bulk,
     search_exact,
 )
+from executions.console.readonly import ReadOnlyAdminMixin
 from executions.console.timeline import seconds_text
 from executions.console.views import console_view
 from executions.engine.events import Source
 from executions.liveness import sweeper_status
 from executions.models import Attempt, Event, Execution, Task, Timer
 from executions.pool_views import SLOTS_HELP
+
+# The admin pages of the app's subpackages register themselves when imported.
+from executions.schedules import admin as schedules_admin  # noqa: F401
 from executions.services.pools import pool_update, pools_in_use
+from executions.triggers import admin as triggers_admin  # noqa: F401
 from workflows.models import Pool
-
-
-class ReadOnlyAdminMixin:
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+from workflows.rest.permissions import OPERATE
 
 
 class ReadOnlyLargeTableAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):

@@ -15,7 +15,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.fields import (
+from executions import store
+from executions.engine.statuses import ExecutionStatus, values
+from executions.models import Execution
+from executions.serializers import ExecutionSerializer
+from executions.services import bulk, control, signals, whatif, why
+from workflows.rest.fields import (
     MAX_INT32,
     StrictBooleanField,
     StrictCharField,
@@ -23,13 +28,8 @@ from config.fields import (
     StrictIntegerField,
     StrictUUIDField,
 )
-from config.openapi import CONFLICT, query_parameter
-from config.parsers import query_int
-from executions import store
-from executions.engine.statuses import ExecutionStatus, values
-from executions.models import Execution
-from executions.serializers import ExecutionSerializer
-from executions.services import bulk, control, signals, whatif, why
+from workflows.rest.openapi import CONFLICT, query_parameter
+from workflows.rest.parsers import query_int
 
 
 class SignalSerializer(serializers.Serializer):
@@ -94,7 +94,7 @@ class ReplayReportSerializer(serializers.Serializer):
 
 class _ControlView(APIView):
     """The services' refusals (NotAllowed: 409, UnknownNode: 404) are mapped to responses
-    once, in config.errors."""
+    once, in workflows.rest.errors."""
 
     def execution(self, execution_id) -> Execution:
         return get_object_or_404(Execution, pk=execution_id)
@@ -352,7 +352,7 @@ class BulkView(APIView):
     """cancel or retry, for many executions: each through its own service and transaction."""
 
     action = "cancel"
-    #: config.openapi: the body given as a JSON Schema is required all the same.
+    #: workflows.rest.openapi: the body given as a JSON Schema is required all the same.
     request_body_required = True
 
     @extend_schema(

@@ -12,10 +12,10 @@ from django.db.models import QuerySet
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
-from config.parsers import parse_date_time
 from executions.engine.statuses import ExecutionStatus, choices
 from executions.models import Execution
 from executions.selectors import with_failed_nodes, workflow_by_ref
+from workflows.rest.parsers import parse_date_time
 
 
 def _error(message: str) -> forms.ValidationError:

@@ -138,11 +138,10 @@ def publish_parent_notify(child_id: str) -> None:
 
 
 def publish_schedule_release(schedule_id: str) -> None:
-    """schedules.tasks.release_schedule, by name: the schedules app sits above this one."""
-    from config.celery import app
+    from executions.schedules.tasks import release_schedule
 
     _safely(
-        lambda: app.send_task("schedules.tasks.release_schedule", args=(schedule_id,)),
+        lambda: release_schedule.apply_async(args=(schedule_id,)),
         f"release schedule {schedule_id}",
     )
 

@@ -17,6 +17,15 @@ from django.utils import timezone
 from executions.engine.events import RESULT_TYPES, EventType
 from executions.engine.statuses import ExecutionStatus, TaskStatus, choices
 
+# The models of the app's subpackages: Django loads an app's models from its models module.
+from executions.metrics.models import MetricDelta as MetricDelta
+from executions.metrics.models import MetricSeries as MetricSeries
+from executions.schedules.models import Schedule as Schedule
+from executions.schedules.models import ScheduleFire as ScheduleFire
+from executions.triggers.models import PublishedEvent as PublishedEvent
+from executions.triggers.models import Trigger as Trigger
+from executions.triggers.models import TriggerRun as TriggerRun
+
 
 class Execution(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -10,11 +10,11 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.detail import Detail
-from config.fields import MAX_INT32, StrictCharField, StrictIntegerField
-from config.openapi import CONFLICT
 from executions.services.pools import PoolNameTaken, pool_create, pool_update, pools_in_use
 from workflows.models import Pool, slug_validator
+from workflows.rest.detail import Detail
+from workflows.rest.fields import MAX_INT32, StrictCharField, StrictIntegerField
+from workflows.rest.openapi import CONFLICT
 
 SLOTS_HELP = "Attempts of nodes naming this pool that may run at once, across all executions."
 

@@ -8,8 +8,13 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from config.fields import MAX_INT32, StrictDateTimeField, StrictIntegerField, WorkflowRefField
 from executions.models import Attempt, Event, Execution, Task
+from workflows.rest.fields import (
+    MAX_INT32,
+    StrictDateTimeField,
+    StrictIntegerField,
+    WorkflowRefField,
+)
 
 
 class ExecutionSerializer(serializers.ModelSerializer):

@@ -23,7 +23,6 @@ from django.utils import timezone
 from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
 
-from config import logs
 from executions import inbox, messages
 from executions.effects import Held, Hold, apply_effects
 from executions.engine.capacity import crowded
@@ -32,10 +31,11 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.events import Event as EngineEvent
 from executions.engine.fold import apply_event, fold
 from executions.engine.state import ExecutionState
+from executions.metrics.tally import Tally
 from executions.models import Event, Execution
 from executions.projections import project_tasks, save_execution
 from executions.services.capacity import dispatch_after_commit, in_flight_cap, top_up
-from monitoring.tally import Tally
+from workflows import logs
 from workflows.dsl import Definition
 
 #: Save a new snapshot once this many events have been appended since the last one.
@@ -289,7 +289,7 @@ class UnitOfWork:
         #: execution's messages out of the broker: the commit then tops it up.
         self.held = Held()
         self.claimed_published = False
-        #: The metrics' deltas, staged with the events at commit (monitoring/tally.py).
+        #: The metrics' deltas, staged with the events at commit (executions/metrics/tally.py).
         self.tally = Tally(state)
         # Facts workers left while others held the lock come first: every decision of
         # this unit is taken on them, and a cancel sees the results that came before it.

@@ -60,9 +60,8 @@ def beat_argv(*, schedule: Path | None = None, loglevel: str = "info") -> list[s
 
 
 def web_argv(host: str, port: int) -> list[str]:
-    """Django's server (the demo); WhiteNoise serves the static files (config/staticfiles.py).
-    Through config.cli rather than manage.py, which an installed package does not have."""
-    return [sys.executable, "-m", "config.cli", "runserver", f"{host}:{port}", "--noreload"]
+    """Django's server (the demo); WhiteNoise serves the static files (config/staticfiles.py)."""
+    return [sys.executable, str(ROOT / "manage.py"), "runserver", f"{host}:{port}", "--noreload"]
 
 
 def gunicorn_argv(port: int, *, workers: int = 2) -> list[str]:

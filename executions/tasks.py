@@ -10,6 +10,10 @@ from uuid import UUID
 from celery import shared_task
 
 from executions.engine.events import Source
+
+# Celery's autodiscovery imports an app's tasks module: the schedules' tasks come with it.
+from executions.schedules.tasks import release_schedule as release_schedule
+from executions.schedules.tasks import run_schedule as run_schedule
 from executions.services.containment import boundary, execution_of_timer
 from executions.services.sweep import sweep as run_sweep
 from executions.services.timers import timer_fire

@@ -1,13 +1,7 @@
-from django.urls import path
+"""The routes of executions and pools, mounted by workflows.urls."""
 
 from executions import control_views, pool_views, views
-
-
-def both(route: str, view, name: str) -> list:
-    """The route with and without a trailing slash (CONTRACT §4), both named: the name is
-    what config.permissions looks permissions up by."""
-    return [path(route, view, name=name), path(f"{route}/", view, name=name)]
-
+from workflows.rest.routes import both
 
 urlpatterns = [
     *both("pools", pool_views.PoolListCreate.as_view(), "pool-list"),

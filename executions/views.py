@@ -12,10 +12,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.fields import MAX_INT32
-from config.openapi import CONFLICT, query_parameter
-from config.pagination import CountlessPage, LogPage, SeqPage
-from config.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key, query_int, query_text
 from executions import selectors
 from executions.filters import ExecutionFilter
 from executions.longpoll import wait_for_rows
@@ -30,6 +26,10 @@ from executions.serializers import (
 )
 from executions.services.start import execution_start
 from workflows.dsl.concurrency import ConcurrencyKeyError
+from workflows.rest.fields import MAX_INT32
+from workflows.rest.openapi import CONFLICT, query_parameter
+from workflows.rest.pagination import CountlessPage, LogPage, SeqPage
+from workflows.rest.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key, query_int, query_text
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",

@@ -39,8 +39,8 @@ from django.db import connections
 from django_celery_beat.models import PeriodicTask
 
 from executions.models import SweeperState
-from schedules.models import Schedule
-from schedules.services import RUN_TASK, schedule_delete
+from executions.schedules.models import Schedule
+from executions.schedules.services import RUN_TASK, schedule_delete
 
 #: pytest-django's fixtures that make a test transactional, as its marker's arguments do.
 TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server", "django_db_reset_sequences"}

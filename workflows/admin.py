@@ -7,6 +7,8 @@ from django.contrib import admin
 from django.db.models import Max, QuerySet
 from django.http import HttpRequest
 
+# API tokens, masked, in place of DRF's own page (registered when imported).
+from workflows import token_admin  # noqa: F401
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 # One tuple for fields and readonly_fields both (the stubs type `fields` as field groups,

@@ -41,7 +41,7 @@ from executions.services.signals import execution_signal
 from executions.services.start import IdempotencyConflict as _KeyConflict
 from executions.services.start import execution_start
 from executions.services.why import why_execution
-from triggers.services import event_publish, executions_of
+from executions.triggers.services import event_publish, executions_of
 from workflows.dsl.concurrency import ConcurrencyKeyError
 
 T = TypeVar("T")

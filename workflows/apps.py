@@ -1,5 +1,14 @@
 from django.apps import AppConfig
+from django.core.signals import request_started
 from django.db.models.signals import post_migrate
+
+from workflows import logs
+
+
+def _fresh_log_context(**_: object) -> None:
+    """A request's log lines carry its own context, not what an earlier request on the same
+    thread bound (workflows/logs.py)."""
+    logs.clear()
 
 
 class WorkflowsConfig(AppConfig):
@@ -11,6 +20,7 @@ class WorkflowsConfig(AppConfig):
 
         # The shipped roles (groups) exist after every migrate.
         post_migrate.connect(roles_on_migrate, dispatch_uid="workflows.roles")
+        request_started.connect(_fresh_log_context, dispatch_uid="workflow-log-context")
 
         # Gives execution_finished's receivers their handles (executions/signals.py).
         from workflows import api  # noqa: F401

@@ -22,10 +22,10 @@ VIEW = (
     ("executions", "view_event"),
     ("executions", "view_attempt"),
     ("executions", "view_timer"),
-    ("schedules", "view_schedule"),
-    ("schedules", "view_schedulefire"),
-    ("triggers", "view_trigger"),
-    ("triggers", "view_event"),
+    ("executions", "view_schedule"),
+    ("executions", "view_schedulefire"),
+    ("executions", "view_trigger"),
+    ("executions", "view_publishedevent"),
     ("workflows", "view_pool"),
 )
 
@@ -37,7 +37,7 @@ ROLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("executions", "add_execution"),
         ("executions", "operate_execution"),
         # An event starts the executions its triggers name.
-        ("triggers", "add_event"),
+        ("executions", "add_publishedevent"),
     ),
     # Answers approval nodes (which may further name their approvers).
     "approver": (*VIEW, ("executions", "approve_task")),
@@ -48,19 +48,19 @@ ROLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("workflows", "change_workflowdefinition"),
         ("workflows", "add_workflowversion"),
         ("workflows", "change_workflowversion"),
-        ("schedules", "add_schedule"),
-        ("schedules", "change_schedule"),
-        ("schedules", "delete_schedule"),
-        ("triggers", "add_trigger"),
-        ("triggers", "change_trigger"),
-        ("triggers", "delete_trigger"),
+        ("executions", "add_schedule"),
+        ("executions", "change_schedule"),
+        ("executions", "delete_schedule"),
+        ("executions", "add_trigger"),
+        ("executions", "change_trigger"),
+        ("executions", "delete_trigger"),
         # Pools: shared slots the workflows they write name.
         ("workflows", "add_pool"),
         ("workflows", "change_pool"),
     ),
 }
 
-_APPS = ("workflows", "executions", "schedules", "triggers")
+_APPS = ("workflows", "executions")
 
 
 def roles_ensure(*, using: str = "default", apps=global_apps) -> dict[str, int]:

@@ -3,8 +3,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.fields import StrictCharField
 from workflows.models import WorkflowDefinition, WorkflowVersion, slug_validator
+from workflows.rest.fields import StrictCharField
 
 
 @extend_schema_field({"$ref": "#/components/schemas/Definition"})

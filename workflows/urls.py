@@ -1,22 +1,44 @@
+"""Every route of the engine, the one URLconf a host includes:
+`path("<prefix>/", include("workflows.urls"))`.
+
+The names are namespaced ("workflows:execution-list"); permissions are looked up by the
+name without its namespace (workflows.rest.permissions).
+"""
+
 from __future__ import annotations
 
-from django.urls import URLPattern, path
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
 
+from executions import urls as executions_urls
+from executions.metrics import urls as metrics_urls
+from executions.schedules import urls as schedules_urls
+from executions.triggers import urls as triggers_urls
 from workflows import views
+from workflows.rest.routes import both
 
+app_name = "workflows"
 
-def _both(route: str, view, name: str) -> list[URLPattern]:
-    """The route with and without a trailing slash (CONTRACT §4), both named: the name is
-    what config.permissions looks permissions up by."""
-    return [path(route, view, name=name), path(f"{route}/", view, name=name)]
-
+SCHEMA = f"{app_name}:schema"
+# Redoc with nothing loaded from another host (workflows/templates/workflows/redoc.html).
+redoc = SpectacularRedocView.as_view(url_name=SCHEMA, template_name="workflows/redoc.html")
 
 urlpatterns = [
-    *_both("workflows", views.WorkflowListCreate.as_view(), "workflow-list"),
-    *_both("workflows/<str:workflow_id>", views.WorkflowDetail.as_view(), "workflow-detail"),
-    *_both(
+    *both("schema", SpectacularAPIView.as_view(), "schema"),
+    *both("docs", SpectacularSwaggerView.as_view(url_name=SCHEMA), "docs"),
+    *both("redoc", redoc, "redoc"),
+    *both("workflows", views.WorkflowListCreate.as_view(), "workflow-list"),
+    *both("workflows/<str:workflow_id>", views.WorkflowDetail.as_view(), "workflow-detail"),
+    *both(
         "workflows/<str:workflow_id>/versions",
         views.WorkflowVersionListCreate.as_view(),
         "workflow-versions",
     ),
+    *executions_urls.urlpatterns,
+    *schedules_urls.urlpatterns,
+    *triggers_urls.urlpatterns,
+    *metrics_urls.urlpatterns,
 ]

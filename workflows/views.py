@@ -1,6 +1,6 @@
 """Workflows API: each view validates the request shape, then makes one service or
 selector call. Definitions are validated by the service; its DefinitionError becomes a
-400 naming every node and field in config.errors."""
+400 naming every node and field in workflows.rest.errors."""
 
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from config.permissions import APPROVE, OPERATE
 from executions.console.page import execution_or_404
 from executions.definitions import definition_for
 from executions.engine.counterfactual import Report
@@ -30,6 +29,7 @@ from executions.models import Execution, Task
 from executions.services import control, whatif
 from executions.services.signals import execution_signal, signal_names
 from workflows.models import WorkflowVersion
+from workflows.rest.permissions import APPROVE, OPERATE
 
 
 class ChoiceForm(forms.Form):

@@ -10,13 +10,13 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from config.permissions import APPROVE, OPERATE
 from executions.console.actions import available, waiting_approvals
 from executions.console.page import ATTEMPTS_SHOWN, execution_or_404, execution_page, shown
 from executions.console.timeline import seconds_text
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Execution
 from executions.services import control
+from workflows.rest.permissions import APPROVE, OPERATE
 
 
 def console_view(
@@ -50,7 +50,7 @@ def console_view(
         "waiting_approvals": set(waiting_approvals(execution)),
         "retryable": set(control.RETRYABLE_NODE),
         "terminal": execution.status in EXECUTION_TERMINAL,
-        "events_url": reverse("event-list", args=[execution.pk]),
+        "events_url": reverse("workflows:event-list", args=[execution.pk]),
         "live_url": reverse("admin:executions_execution_live", args=[execution.pk]),
         "action_url": reverse("admin:executions_execution_action", args=[execution.pk, "ACTION"]),
         "page_io": {

@@ -23,7 +23,6 @@ from uuid import UUID
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from config import logs
 from executions import store
 from executions.engine.containment import engine_error_data
 from executions.engine.events import Decision, EventType, Source
@@ -31,6 +30,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Attempt, AttemptStatus, Timer
 from executions.services.advance import record_and_advance
 from nodes.secrets import redact
+from workflows import logs
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
+from rest_framework import status
 
 from executions import messages, store
 from executions.definitions import definition_for
@@ -24,18 +25,23 @@ from executions.services.start import execution_start
 from workflows.kinds import get_kind
 from workflows.kinds.approval import ApprovalSpec
 from workflows.kinds.base import spec_of
+from workflows.rest.errors import Refused
 
 
-class NotAllowed(Exception):
+class NotAllowed(Refused):
     """The action is not allowed in the execution's (or node's) current status: HTTP 409."""
 
 
-class UnknownNode(Exception):
+class UnknownNode(Refused):
     """No node of that id in the execution's pinned definition: HTTP 404."""
 
+    status_code = status.HTTP_404_NOT_FOUND
 
-class NotAnApprover(PermissionDenied):
+
+class NotAnApprover(PermissionDenied, Refused):
     """The approval node names its approvers and the user is not one of them: HTTP 403."""
+
+    status_code = status.HTTP_403_FORBIDDEN
 
 
 def may_approve(username: str, approvers: tuple[str, ...]) -> bool:

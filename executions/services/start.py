@@ -22,10 +22,11 @@ from executions.services.containment import TRANSIENT, contain
 from workflows.dsl.concurrency import render_key
 from workflows.dsl.limits import decision_limits
 from workflows.models import WorkflowVersion
+from workflows.rest.errors import Refused
 
 
-class IdempotencyConflict(Exception):
-    """The Idempotency-Key was used before for a different request."""
+class IdempotencyConflict(Refused):
+    """The Idempotency-Key was used before for a different request: HTTP 409."""
 
 
 def _fingerprint(

@@ -21,7 +21,6 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from config import logs
 from executions import inbox
 from executions.services.attempts import (
     attempt_claim,
@@ -38,6 +37,7 @@ from nodes import tracing
 from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.tasks import execute
+from workflows import logs
 from workflows.kinds import get_kind
 
 log = logging.getLogger(__name__)

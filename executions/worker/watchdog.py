@@ -25,9 +25,9 @@ from contextlib import AbstractContextManager
 
 from django.db import connection
 
-from config import logs
 from executions.services.attempts import DEADLINE_PASSED, attempt_fail, attempt_time_out
 from nodes.context import Claimed
+from workflows import logs
 from workflows.dsl.limits import limits, setting_of
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def hard_limit_seconds(claimed: Claimed) -> float:
 
 
 def attempt_scope(claimed: Claimed, worker: str) -> AbstractContextManager[None]:
-    """The log context of one attempt (config/logs.py), for each thread that works on it:
+    """The log context of one attempt (workflows/logs.py), for each thread that works on it:
     a thread starts with an empty context of its own."""
     return logs.scope(
         execution_id=claimed.execution_id,

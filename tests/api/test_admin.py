@@ -14,7 +14,7 @@ PAGES = (
     "/admin/workflows/workflowdefinition/",
     "/admin/workflows/workflowversion/",
     "/admin/executions/execution/",
-    "/admin/schedules/schedule/",
+    "/admin/executions/schedule/",
 )
 
 

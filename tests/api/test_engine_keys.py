@@ -12,11 +12,11 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from executions.models import Attempt, Execution
+from executions.schedules.services import schedule_create
+from executions.schedules.tasks import run_schedule
 from executions.services.sweep import sweep
 from executions.tasks import notify_parent
 from executions.worker.runtime import run_task
-from schedules.services import schedule_create
-from schedules.tasks import run_schedule
 from tests.factories import make_version, start
 
 pytestmark = pytest.mark.django_db

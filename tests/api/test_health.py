@@ -11,6 +11,7 @@ from django.utils import timezone
 from kombu import Connection
 from rest_framework.test import APIClient
 
+from executions.metrics import health
 from executions.models import SweeperState
 from executions.services.sweep import sweep
 from tests.factories import start
@@ -49,7 +50,7 @@ def test_healthz_is_ok_and_anonymous() -> None:
 def test_healthz_is_503_naming_the_broker_when_it_is_down(monkeypatch) -> None:
     # Nothing listens on port 1: the connection is refused at once.
     monkeypatch.setattr(
-        "monitoring.health.broker_connection",
+        "executions.metrics.health.broker_connection",
         lambda: Connection("redis://127.0.0.1:1/0", connect_timeout=0.5),
     )
     response = APIClient().get("/healthz")
@@ -65,7 +66,7 @@ def test_healthz_is_503_naming_the_database_when_it_fails(monkeypatch) -> None:
     def broken() -> None:
         raise RuntimeError("connection refused")
 
-    monkeypatch.setitem(__import__("monitoring.health").health.CHECKS, "database", broken)
+    monkeypatch.setitem(health.CHECKS, "database", broken)
     body = APIClient().get("/healthz").json()
     assert body["database"] == "RuntimeError: connection refused"
     assert body["broker"] == "ok"

@@ -2,7 +2,7 @@
 
 Executions are driven in-process through the services the workers and the API call
 (claim, complete, fail, timer, operator retry, cancel, map items, a start_at), then the
-totals folded from the staged deltas are compared with monitoring.seed's recount, which
+totals folded from the staged deltas are compared with executions.metrics.seed's recount, which
 reads the executions, tasks, events and attempts tables whole.
 """
 
@@ -15,13 +15,13 @@ from django.apps import apps
 from django.core.management import call_command
 from django.utils import timezone
 
+from executions.metrics import ledger, seed
+from executions.metrics.metrics import metrics_text
+from executions.metrics.models import MetricDelta
 from executions.models import Attempt, AttemptStatus, Timer
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
 from executions.services.control import execution_cancel, execution_retry
 from executions.services.timers import timer_fire
-from monitoring import ledger, seed
-from monitoring.metrics import metrics_text
-from monitoring.models import MetricDelta
 from tests.factories import start
 
 pytestmark = pytest.mark.django_db

@@ -13,11 +13,11 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from config import permissions
 from executions.models import Execution
 from executions.services.pools import pool_create
 from executions.services.start import execution_start
 from tests.factories import start
+from workflows.rest import permissions
 from workflows.roles import ROLES
 
 pytestmark = pytest.mark.django_db

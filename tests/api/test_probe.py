@@ -1,4 +1,4 @@
-"""The container healthchecks (monitoring/probe.py) against a real server, broker and beat
+"""The container healthchecks (executions/metrics/probe.py) against a real server, broker and beat
 heartbeat: healthy when the process works, a reason when it does not."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from executions.beat import heartbeat_path
-from monitoring.probe import host_header, probe_beat, probe_headers, probe_web, probe_worker
+from executions.metrics.probe import host_header, probe_beat, probe_headers, probe_web, probe_worker
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from django.dispatch import receiver
 
 from executions.models import Attempt, Event, Execution
 from executions.signals import execution_finished
+from executions.triggers.services import trigger_create
 from tests.factories import events, make_version
-from triggers.services import trigger_create
 from workflows import api
 from workflows.models import WorkflowVersion
 

@@ -53,7 +53,7 @@ COMPLETE_QUERIES = 13
 #: next attempt is picked and claimed by one UPDATE ... RETURNING).
 COMPLETE_AND_CLAIM_NEXT_QUERIES = 14
 #: 9 since each unit of work that commits events inserts one row of metric deltas with them
-#: (monitoring/tally.py), which made a /metrics scrape independent of the history's size;
+#: (executions/metrics/tally.py), which made a /metrics scrape independent of the history's size;
 #: the counts above had room for it.
 #: 10 since a unit that waited for the lock (a timer, an API call) reads the inbox with a
 #: statement of its own: what the lock's SELECT could say would be from before the wait.
@@ -62,11 +62,11 @@ ADVANCE_QUERIES = 10
 #: logs the item's claim (13 before the inbox, when the claim cost 10 of its own).
 MAP_ITEM_COMPLETE_QUERIES = 14
 #: POST /executions of a one-node workflow, the whole request: the token with its user and
-#: the user's and the groups' permissions (1: config/auth.py; it was three), the version
+#: the user's and the groups' permissions (1: workflows/rest/auth.py; it was three), the version
 #: with its workflow (1: one query for "id or name, pinned or latest"), then
 #: execution_start (7, as START_QUERIES). 13 before, 15 before that.
 POST_START_QUERIES = 9
-#: On SQLite the token's permissions are DRF's stock three reads (config/auth.py).
+#: On SQLite the token's permissions are DRF's stock three reads (workflows/rest/auth.py).
 POST_START_QUERIES_SQLITE = POST_START_QUERIES + 2
 
 ONE_NODE = {"nodes": [{"id": "only", "type": "function", "function": "std.noop"}]}

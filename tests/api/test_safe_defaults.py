@@ -16,7 +16,8 @@ from kombu import Connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from executions.demo.runner import DemoUserUnusable, ensure_admin
+from config.demo.runner import DemoUserUnusable, ensure_admin
+from executions.metrics import health
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW = (
@@ -121,7 +122,7 @@ def test_tokens_are_masked_everywhere_in_the_admin(client, django_user_model) ->
 @pytest.mark.django_db
 def test_healthz_names_what_is_down_without_connection_details(monkeypatch) -> None:
     monkeypatch.setattr(
-        "monitoring.health.broker_connection",
+        "executions.metrics.health.broker_connection",
         lambda: Connection("redis://:hunter2-pw@127.0.0.1:1/0", connect_timeout=0.5),
     )
 
@@ -131,7 +132,7 @@ def test_healthz_names_what_is_down_without_connection_details(monkeypatch) -> N
             '"wf" (postgres://wf:s3cret-pw@db.internal:5432/workflow)'
         )
 
-    monkeypatch.setitem(__import__("monitoring.health").health.CHECKS, "database", database_down)
+    monkeypatch.setitem(health.CHECKS, "database", database_down)
     response = APIClient().get("/healthz")
     assert response.status_code == 503
     body = response.json()

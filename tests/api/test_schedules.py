@@ -10,9 +10,9 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from rest_framework.test import APIClient
 
 from executions.models import Execution
-from schedules.models import Schedule
-from schedules.services import RUN_TASK
-from schedules.tasks import run_schedule
+from executions.schedules.models import Schedule
+from executions.schedules.services import RUN_TASK
+from executions.schedules.tasks import run_schedule
 from tests.factories import make_version
 from workflows.services import workflow_version_create
 
@@ -219,13 +219,13 @@ def test_disabled_or_deleted_schedules_start_nothing(api, version, monkeypatch) 
 
 def test_admin_pauses_and_deletes_through_the_services(api, version, admin_client) -> None:
     schedule_id = _create(api, cron="*/5 * * * *")["id"]
-    assert admin_client.get("/admin/schedules/schedule/").status_code == 200
-    page = f"/admin/schedules/schedule/{schedule_id}/change/"
+    assert admin_client.get("/admin/executions/schedule/").status_code == 200
+    page = f"/admin/executions/schedule/{schedule_id}/change/"
     assert admin_client.get(page).status_code == 200
     # The form as shown, with the checkbox left unticked.
     shown = {"overlap": "skip", "catchup": "last", "catchup_window_seconds": 3600}
     assert admin_client.post(page, shown).status_code == 302
     assert PeriodicTask.objects.get(workflow_schedule__id=schedule_id).enabled is False
-    delete = f"/admin/schedules/schedule/{schedule_id}/delete/"
+    delete = f"/admin/executions/schedule/{schedule_id}/delete/"
     assert admin_client.post(delete, {"post": "yes"}).status_code == 302
     assert not PeriodicTask.objects.filter(task=RUN_TASK).exists()

@@ -1,5 +1,5 @@
 """Schedules in the admin: the overlap and catch-up policies shown and changed through
-schedules.services with PATCH's validation, and ScheduleFire as a read-only record (its
+executions.schedules.services with PATCH's validation, and ScheduleFire as a read-only record (its
 list, and the recent fires on the schedule's page). No workers."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django_celery_beat.models import PeriodicTask
 
-from schedules.models import Schedule, ScheduleFire
-from schedules.services import schedule_create, schedule_run
+from executions.schedules.models import Schedule, ScheduleFire
+from executions.schedules.services import schedule_create, schedule_run
 from tests.factories import make_version
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ def root() -> Client:
 
 
 def page(schedule: Schedule) -> str:
-    return f"/admin/schedules/schedule/{schedule.pk}/change/"
+    return f"/admin/executions/schedule/{schedule.pk}/change/"
 
 
 def test_the_change_form_shows_and_saves_the_policies_through_the_service(root, schedule) -> None:
@@ -96,11 +96,11 @@ def fire_three(schedule: Schedule) -> None:
 def test_the_fires_list_links_executions_and_filters_by_schedule(root, schedule) -> None:
     fire_three(schedule)
     started = ScheduleFire.objects.get(schedule=schedule, outcome="started")
-    html = root.get("/admin/schedules/schedulefire/").content.decode()
+    html = root.get("/admin/executions/schedulefire/").content.decode()
     assert html.count('class="field-outcome"') == 3
     link = f'href="/admin/executions/execution/{started.execution_id}/change/"'
     assert link in html
-    mine = root.get(f"/admin/schedules/schedulefire/?schedule__id__exact={schedule.pk}")
+    mine = root.get(f"/admin/executions/schedulefire/?schedule__id__exact={schedule.pk}")
     rows = mine.context["cl"].result_list
     assert [(f"{r.fire_time:%H:%M}", r.outcome) for r in rows] == [
         ("10:10", "skipped"),
@@ -112,12 +112,12 @@ def test_the_fires_list_links_executions_and_filters_by_schedule(root, schedule)
 def test_the_fires_are_read_only(root, schedule) -> None:
     fire_three(schedule)
     fire = ScheduleFire.objects.get(schedule=schedule, outcome="skipped")
-    assert root.get("/admin/schedules/schedulefire/add/").status_code == 403
-    url = f"/admin/schedules/schedulefire/{fire.pk}/change/"
+    assert root.get("/admin/executions/schedulefire/add/").status_code == 403
+    url = f"/admin/executions/schedulefire/{fire.pk}/change/"
     assert root.get(url).status_code == 200  # the view page
     assert root.post(url, {"outcome": "started"}).status_code == 403
     assert (
-        root.post(f"/admin/schedules/schedulefire/{fire.pk}/delete/", {"post": "yes"}).status_code
+        root.post(f"/admin/executions/schedulefire/{fire.pk}/delete/", {"post": "yes"}).status_code
         == 403
     )
     assert ScheduleFire.objects.get(pk=fire.pk).outcome == "skipped"
@@ -125,7 +125,7 @@ def test_the_fires_are_read_only(root, schedule) -> None:
     viewer.groups.add(Group.objects.get(name="viewer"))
     client = Client()
     client.force_login(viewer)
-    assert client.get("/admin/schedules/schedulefire/").status_code == 200
+    assert client.get("/admin/executions/schedulefire/").status_code == 200
 
 
 def test_the_schedule_page_shows_its_recent_fires(root, schedule) -> None:
@@ -138,4 +138,4 @@ def test_the_schedule_page_shows_its_recent_fires(root, schedule) -> None:
     assert "2026-03-02 10:05:00 UTC</td><td>started" in html
     assert f"/admin/executions/execution/{started.execution_id}/change/" in html
     assert "11:00:00" not in html  # the other schedule's fire
-    assert f"/admin/schedules/schedulefire/?schedule__id__exact={schedule.pk}" in html
+    assert f"/admin/executions/schedulefire/?schedule__id__exact={schedule.pk}" in html

@@ -12,9 +12,9 @@ from django_celery_beat.models import PeriodicTask
 
 from executions.engine.statuses import ExecutionStatus
 from executions.models import Execution
+from executions.schedules.models import Schedule, ScheduleFire
+from executions.schedules.services import schedule_create, schedule_release, schedule_run
 from executions.services.control import execution_cancel
-from schedules.models import Schedule, ScheduleFire
-from schedules.services import schedule_create, schedule_release, schedule_run
 from tests.factories import make_version
 
 pytestmark = pytest.mark.django_db

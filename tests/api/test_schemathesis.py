@@ -27,8 +27,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
 
+from executions.schedules.services import schedule_create
 from executions.services.start import execution_start
-from schedules.services import schedule_create
 from tests.ci import missing
 from tests.factories import make_version
 

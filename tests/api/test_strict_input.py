@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from config.pagination import LogPage, Page
 from executions.models import Execution
 from tests.factories import start
+from workflows.rest.pagination import LogPage, Page
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from config.parsers import parse_date_time
 from executions.models import Execution
 from tests.factories import start
+from workflows.rest.parsers import parse_date_time
 
 pytestmark = pytest.mark.django_db
 

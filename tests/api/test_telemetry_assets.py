@@ -13,7 +13,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitoring.metrics import metrics_text
+from executions.metrics.metrics import metrics_text
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""config/auth.py: the token's query carries the user's permissions (own and groups'),
+"""workflows/rest/auth.py: the token's query carries the user's permissions (own and groups'),
 read afresh on every request, with the answers Django's ModelBackend would give."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from config.auth import TokenAuthentication
 from tests.factories import make_version
+from workflows.rest.auth import TokenAuthentication
 
 pytestmark = pytest.mark.django_db
 

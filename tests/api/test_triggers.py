@@ -8,8 +8,8 @@ from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from executions.models import Execution
+from executions.triggers.models import PublishedEvent, Trigger, TriggerRun
 from tests.factories import make_version
-from triggers.models import Event, EventRun, Trigger
 from workflows.services import workflow_version_create
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +47,7 @@ def test_an_event_starts_every_matching_trigger_with_its_templated_input(api, wo
     assert execution.created_by == f"event:{plain['id']}"
     pro = publish(api, "user.signed_up", {"id": 8, "name": "Bo", "plan": "pro"})
     assert len(pro["executions"]) == 2
-    runs = EventRun.objects.filter(event_id=pro["id"]).order_by("trigger_name")
+    runs = TriggerRun.objects.filter(event_id=pro["id"]).order_by("trigger_name")
     assert [r.trigger_name for r in runs] == ["vip", "welcome"]
     assert runs[0].execution.input == {"id": 8, "name": "Bo", "plan": "pro"}  # the data
     assert publish(api, "nobody.listens", 1)["executions"] == []
@@ -59,14 +59,14 @@ def test_an_idempotency_key_makes_a_repeat_start_nothing_new(api, workflow) -> N
     again = publish(api, "user.signed_up", {"id": 1}, **{"Idempotency-Key": "evt-1"})
     assert again == first
     assert Execution.objects.count() == 1
-    assert Event.objects.count() == 1
+    assert PublishedEvent.objects.count() == 1
 
 
 def test_a_template_that_fails_on_an_event_starts_nothing_and_says_why(api, workflow) -> None:
     trigger(api, input={"n": "{{ event.data.n | length(@) }}"})
     accepted = publish(api, "user.signed_up", {"n": 5})
     assert accepted["executions"] == []
-    (run,) = EventRun.objects.filter(event_id=accepted["id"])
+    (run,) = TriggerRun.objects.filter(event_id=accepted["id"])
     assert run.execution is None
     assert "length" in run.error
 
@@ -117,13 +117,13 @@ def test_permissions(workflow) -> None:
 def test_the_admin_lists_triggers_and_recent_events(api, workflow, admin_client) -> None:
     trigger(api)
     accepted = publish(api, "user.signed_up", {"id": 3})
-    triggers_page = admin_client.get("/admin/triggers/trigger/")
+    triggers_page = admin_client.get("/admin/executions/trigger/")
     assert triggers_page.status_code == 200
     assert "welcome" in triggers_page.content.decode()
-    events_page = admin_client.get("/admin/triggers/event/")
+    events_page = admin_client.get("/admin/executions/publishedevent/")
     assert events_page.status_code == 200
     assert "user.signed_up" in events_page.content.decode()
-    detail = admin_client.get(f"/admin/triggers/event/{accepted['id']}/change/")
+    detail = admin_client.get(f"/admin/executions/publishedevent/{accepted['id']}/change/")
     assert detail.status_code == 200
     assert accepted["executions"][0] in detail.content.decode()
 
@@ -201,7 +201,7 @@ def test_the_admin_enables_and_disables_selected_triggers(api, workflow, admin_c
     trigger(api)
     trigger(api, name="vip")
     trigger(api, name="off", enabled=False)
-    page = "/admin/triggers/trigger/"
+    page = "/admin/executions/trigger/"
     listed = admin_client.get(page).content.decode()
     assert "Disable selected triggers" in listed
     assert "Enable selected triggers" in listed
@@ -223,7 +223,7 @@ def test_the_admin_enables_and_disables_selected_triggers(api, workflow, admin_c
 
 def test_the_admin_change_form_validates_as_patch_does(api, workflow, admin_client) -> None:
     trigger(api, filter="event.data.id > `0`")
-    page = f"/admin/triggers/trigger/{Trigger.objects.get(name='welcome').pk}/change/"
+    page = f"/admin/executions/trigger/{Trigger.objects.get(name='welcome').pk}/change/"
     assert admin_client.get(page).status_code == 200
     shown = {"enabled": "on", "filter": "event.data.id > `0`", "input": "null"}
     for field, value in [("filter", "input.x == `1`"), ("input", '{"x": "{{ secrets.T }}"}')]:
@@ -241,4 +241,4 @@ def test_the_admin_change_form_validates_as_patch_does(api, workflow, admin_clie
         "event.data.plan == 'pro'",
         {"u": 1},
     )
-    assert admin_client.get("/admin/triggers/trigger/add/").status_code == 403  # API only
+    assert admin_client.get("/admin/executions/trigger/add/").status_code == 403  # API only

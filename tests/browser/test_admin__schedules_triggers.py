@@ -15,13 +15,13 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from schedules.models import Schedule, ScheduleFire
-from schedules.services import schedule_create, schedule_run
+from executions.schedules.models import Schedule, ScheduleFire
+from executions.schedules.services import schedule_create, schedule_run
+from executions.triggers.models import Trigger
+from executions.triggers.services import trigger_create
 from tests.browser.test_admin__console import PATIENCE, log_in
 from tests.factories import make_version
 from tests.waiting import eventually
-from triggers.models import Trigger
-from triggers.services import trigger_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,7 +62,7 @@ def test_a_schedules_policies_and_fires_in_the_admin(
     started = ScheduleFire.objects.get(schedule=every_five, outcome="started")
     log_in(chrome, live_server)
 
-    chrome.get(f"{live_server.url}/admin/schedules/schedule/{every_five.pk}/change/")
+    chrome.get(f"{live_server.url}/admin/executions/schedule/{every_five.pk}/change/")
     overlap = Select(chrome.find_element(By.NAME, "overlap"))
     catchup = Select(chrome.find_element(By.NAME, "catchup"))
     values = [o.get_attribute("value") for o in overlap.options]
@@ -96,7 +96,7 @@ def test_a_schedules_policies_and_fires_in_the_admin(
     )
     assert saved.updated_by == "root"
 
-    chrome.get(f"{live_server.url}/admin/schedules/schedulefire/")
+    chrome.get(f"{live_server.url}/admin/executions/schedulefire/")
     assert column(chrome, "outcome") == ["Started", "Skipped", "Started"]
     chrome.save_screenshot(str(screenshots / "admin-schedule-fires.png"))
     # The filter by schedule, as a person clicks it in the side bar.
@@ -117,7 +117,7 @@ def test_triggers_disabled_and_enabled_from_their_list(
     log_in(chrome, live_server)
 
     def run(action: str, *names: str) -> None:
-        chrome.get(f"{live_server.url}/admin/triggers/trigger/")
+        chrome.get(f"{live_server.url}/admin/executions/trigger/")
         for name in names:
             pk = Trigger.objects.get(name=name).pk
             chrome.find_element(By.CSS_SELECTOR, f"input.action-select[value='{pk}']").click()

@@ -19,9 +19,9 @@ from executions import store
 from executions.definitions import definition_for
 from executions.engine.events import RESULT_TYPES
 from executions.engine.verify import verify
+from executions.metrics import seed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.projections import differences
-from monitoring import seed
 from tests.chaos.limits import Interval, max_overlap, out_of_order, over_limit
 from tests.chaos.workload import (
     CONCURRENCY_LIMIT,

@@ -54,7 +54,7 @@ EXPRESSIONS = [
 ]
 expression = st.sampled_from(EXPRESSIONS)
 # No NUL and no unpaired surrogate: the API refuses both before any start
-# (config/parsers.py, tests/api/test_no_500.py) and PostgreSQL cannot store them, so a
+# (workflows/rest/parsers.py, tests/api/test_no_500.py) and PostgreSQL cannot store them, so a
 # service-level start never sees one.
 text = st.characters(exclude_characters="\x00", exclude_categories=["Cs"])
 scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(text, max_size=8)

@@ -221,13 +221,13 @@ def test_a_phase_that_breaks_leaves_the_other_phases_running(monkeypatch) -> Non
 
 @pytest.mark.django_db
 def test_a_schedule_fire_on_a_broken_version_fails_only_that_execution(monkeypatch) -> None:
-    from schedules.services import schedule_create
-    from schedules.tasks import run_schedule
+    from executions.schedules.services import schedule_create
+    from executions.schedules.tasks import run_schedule
 
     version = make_version(SLEEPY)
     schedule = schedule_create(workflow=version.workflow, cron="* * * * *")
     tick = timezone.now().replace(second=30)
-    monkeypatch.setattr("schedules.services.timezone.now", lambda: tick)
+    monkeypatch.setattr("executions.schedules.services.timezone.now", lambda: tick)
     with corrupted_definition(version.pk):
         fired = run_schedule(str(schedule.pk))
         assert fired is not None

@@ -53,7 +53,7 @@ def crashing_first(probability: float) -> int:
 def faulty_server(live: Engine, settings) -> Iterator[APIClient]:
     """The API with fault injection on, and a worker that knows test.ledger_charge."""
     settings.WORKFLOW_FAULT_INJECTION = True
-    modules = "nodes.std,nodes.demo,tests.fault_functions"
+    modules = "nodes.std,config.demo.workflow_functions,tests.fault_functions"
     with only_worker(live, WORKFLOW_FUNCTION_MODULES=modules):
         name = f"faults-{uuid.uuid4().hex[:8]}"
         user = get_user_model().objects.create_superuser(name, f"{name}@example.com", "pw")

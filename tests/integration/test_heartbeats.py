@@ -11,7 +11,7 @@ from tests.factories import events, start
 from tests.integration.test_containment_bounds import only_worker
 from tests.waiting import eventually
 
-MODULES = "nodes.std,nodes.demo,tests.stuck_functions"
+MODULES = "nodes.std,config.demo.workflow_functions,tests.stuck_functions"
 
 
 def node(function: str, **extra) -> dict:

@@ -15,9 +15,9 @@ from django_celery_beat.models import PeriodicTask
 
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.models import Execution
+from executions.schedules.models import Schedule, ScheduleFire
+from executions.schedules.services import schedule_create, schedule_delete
 from executions.supervisor import beat_argv
-from schedules.models import Schedule, ScheduleFire
-from schedules.services import schedule_create, schedule_delete
 from tests.factories import make_version
 from tests.integration.engine import Engine
 from tests.waiting import eventually as wait_for

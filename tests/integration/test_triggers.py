@@ -11,10 +11,10 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from executions.models import Execution
+from executions.triggers.models import PublishedEvent, TriggerRun
+from executions.triggers.services import event_publish, executions_of, trigger_create
 from tests.factories import make_version
 from tests.integration.test_concurrency import most_at_once, run_span
-from triggers.models import Event, EventRun
-from triggers.services import event_publish, executions_of, trigger_create
 
 ECHO = {"nodes": [{"id": "a", "type": "function", "function": "std.echo", "input": "{{ input }}"}]}
 
@@ -35,7 +35,7 @@ def test_an_event_runs_its_triggers_workflows_to_the_end(live) -> None:
     done = live.wait(started)
     assert done.status == "succeeded"
     assert done.output == {"a": {"order": 2}}
-    assert EventRun.objects.get(event=big).execution_id == done.pk
+    assert TriggerRun.objects.get(event=big).execution_id == done.pk
 
 
 def test_events_whose_triggers_lock_keys_in_opposite_orders_never_deadlock(live) -> None:
@@ -71,7 +71,7 @@ def test_events_whose_triggers_lock_keys_in_opposite_orders_never_deadlock(live)
     with ThreadPoolExecutor(max_workers=4) as pool:
         codes = list(pool.map(post, orders))
     assert codes == [202] * len(orders)
-    events = Event.objects.filter(key=key)
+    events = PublishedEvent.objects.filter(key=key)
     started = [e for event in events for e in executions_of(event)]
     assert len(started) == 2 * len(orders)
     done = [live.wait(pk, timeout=120) for pk in started]

@@ -4,10 +4,11 @@ lazy ones and TYPE_CHECKING ones included, so a cycle cannot hide in a local imp
 The units are the Django apps, except the pure core (executions.engine; workflows.dsl with
 the node kinds of workflows.kinds, one vocabulary): they import no Django
 (test_engine__purity.py) and are libraries every app may use, so they count as units of
-their own. workflows.api (the Python API) is an entry point, like a view: a unit of its own that
-may use every app and that no app imports. The direction, pinned below: executions
-uses nodes (the worker runtime runs the executors), nodes uses neither executions nor the
-workflows app.
+their own. workflows.api (the Python API) and workflows.urls (every route, for the host's
+URLconf) are entry points, like views: units of their own that may use every app and that
+no app imports. The direction, pinned below: executions uses workflows and nodes (the
+worker runtime runs the executors), nodes uses neither executions nor the workflows app.
+No module of the three imports `config`, the standalone project that is no part of them.
 """
 
 from __future__ import annotations
@@ -18,17 +19,20 @@ from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("executions", "nodes", "workflows", "schedules")
+APPS = ("executions", "nodes", "workflows")
+#: The standalone project (settings, URLconf, Celery app): it uses the apps, never the reverse.
+STANDALONE = "config"
 #: Packages inside an app that are units of their own, and the unit each belongs to.
 CORE = {
     "executions.engine": "executions.engine",
     "workflows.dsl": "workflows.dsl",
     "workflows.kinds": "workflows.dsl",
     # Entry points of the workflows app for the host's code: the Python API (which starts
-    # executions) and the AppConfig that loads it. They may use every app; nothing of an
-    # app may import them.
+    # executions), the AppConfig that loads it, and the URLconf of every route. They may
+    # use every app; nothing of an app may import them.
     "workflows.api": "entry",
     "workflows.apps": "entry",
+    "workflows.urls": "entry",
 }
 
 
@@ -65,20 +69,28 @@ def imported(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return names
 
 
+def app_modules() -> dict[str, set[str]]:
+    """Every module of the apps (migrations too) -> what it imports."""
+    found = {}
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            module = module_name(path)
+            tree = ast.parse(path.read_text(), str(path))
+            found[module] = imported(tree, module, path.name == "__init__.py")
+    return found
+
+
 def dependencies() -> dict[str, dict[str, set[str]]]:
     """unit -> unit it imports -> the modules that do (to name them in a failure)."""
     graph: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for app in APPS:
-        for path in (ROOT / app).rglob("*.py"):
-            if "migrations" in path.parts:
-                continue
-            module = module_name(path)
-            source = unit_of(module)
-            tree = ast.parse(path.read_text(), str(path))
-            for name in imported(tree, module, path.name == "__init__.py"):
-                target = unit_of(name)
-                if target is not None and source is not None and target != source:
-                    graph[source][target].add(module)
+    for module, names in app_modules().items():
+        if ".migrations." in module:
+            continue
+        source = unit_of(module)
+        for name in names:
+            target = unit_of(name)
+            if target is not None and source is not None and target != source:
+                graph[source][target].add(module)
     return graph
 
 
@@ -118,7 +130,17 @@ def test_nodes_imports_no_other_app() -> None:
     graph = dependencies()
     assert not graph["nodes"].get("executions"), graph["nodes"]["executions"]
     assert not graph["nodes"].get("workflows"), graph["nodes"]["workflows"]
-    assert not graph["nodes"].get("schedules"), graph["nodes"]["schedules"]
+
+
+def test_no_app_imports_the_standalone_project() -> None:
+    """The apps run in any Django project: `config` is the name of this repository's
+    own (and of many a host's settings package), so no module of theirs may import it."""
+    importers = sorted(
+        module
+        for module, names in app_modules().items()
+        if any(name == STANDALONE or name.startswith(f"{STANDALONE}.") for name in names)
+    )
+    assert importers == []
 
 
 def test_nothing_imports_the_entry_points() -> None:

@@ -1,4 +1,4 @@
-"""schedules.cron: what it accepts, and that its times agree with the beat's."""
+"""executions.schedules.cron: what it accepts, and that its times agree with the beat's."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django_celery_beat.tzcrontab import TzAwareCrontab
 
-from schedules.cron import CLOCK_SKEW, CronError, cron_fields, next_fire, tick_for, zone
+from executions.schedules.cron import CLOCK_SKEW, CronError, cron_fields, next_fire, tick_for, zone
 
 
 def _beat_next(expression: str, tz_name: str, after: datetime) -> datetime:

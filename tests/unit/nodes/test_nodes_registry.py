@@ -4,7 +4,6 @@ import sys
 import pytest
 
 import nodes
-import nodes.demo
 import nodes.std
 from nodes.registry import (
     DuplicateFunctionError,
@@ -119,7 +118,7 @@ def test_package_exports():
 
 def test_importing_nodes_does_not_import_django():
     code = (
-        "import sys, nodes, nodes.std, nodes.demo, nodes.executors.function, "
+        "import sys, nodes, nodes.std, nodes.executors.function, "
         "nodes.executors.http\n"
         "assert not [m for m in sys.modules if m.startswith('django')], 'django imported'\n"
     )

@@ -5,7 +5,6 @@ from collections.abc import Callable
 import pytest
 
 import nodes.context
-import nodes.demo
 import nodes.std
 from nodes.context import SLEEP_STEP_SECONDS, NodeContext
 from nodes.errors import NodeCancelled, NodeError
