@@ -43,6 +43,9 @@ def test_the_image_installs_the_wheel_of_the_whole_build_context() -> None:
     assert installs
     assert "--constraint requirements.lock /wheels/*.whl" in installs[0]
     assert any(i == "COPY" and "requirements.lock" in a.split() for i, a in final)
+    # The standalone project the wheel's apps run in (not in the wheel).
+    assert any(i == "COPY" and "manage.py" in a.split() for i, a in final)
+    assert ("COPY", "config ./config") in final
 
 
 def test_the_image_collects_static_files_runs_as_a_user_and_checks_its_health() -> None:
@@ -52,7 +55,7 @@ def test_the_image_collects_static_files_runs_as_a_user_and_checks_its_health() 
     assert users
     assert users[-1] not in ("root", "0")
     (healthcheck,) = [a for i, a in final if i == "HEALTHCHECK"]
-    assert '"monitoring.probe", "web"' in healthcheck
+    assert '"executions.metrics.probe", "web"' in healthcheck
     env = " ".join(a for i, a in final if i == "ENV")
     assert "DJANGO_SETTINGS_MODULE=config.settings" in env
     assert "WORKFLOW_STATIC_ROOT=" in env  # collected outside var/, which a volume may hide
@@ -75,9 +78,9 @@ def test_compose_migrates_once_before_web_worker_and_beat_start() -> None:
 def test_compose_checks_the_health_of_every_long_running_service() -> None:
     services = compose()["services"]
     probes = {
-        "web": ["CMD", "python", "-m", "monitoring.probe", "web"],
-        "worker": ["CMD", "python", "-m", "monitoring.probe", "worker"],
-        "beat": ["CMD", "python", "-m", "monitoring.probe", "beat"],
+        "web": ["CMD", "python", "-m", "executions.metrics.probe", "web"],
+        "worker": ["CMD", "python", "-m", "executions.metrics.probe", "worker"],
+        "beat": ["CMD", "python", "-m", "executions.metrics.probe", "beat"],
     }
     for name, test in probes.items():
         assert services[name]["healthcheck"]["test"] == test, name

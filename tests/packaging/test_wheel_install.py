@@ -1,8 +1,10 @@
-"""The wheel, installed into a fresh virtualenv outside the repository, runs on its own.
+"""The wheel, installed into a fresh virtualenv outside the repository, runs with the
+standalone project beside it.
 
 What the Docker image does, without a container engine: install the wheel at the locked
-versions (pip may take them from its cache; only package registries are reachable), then,
-from an empty folder with nothing of the repository importable, on the embedded defaults
+versions (pip may take them from its cache; only package registries are reachable), put
+the standalone project (config/ and manage.py, from the build context) in a folder of its
+own, then, with nothing else of the repository importable, on the embedded defaults
 (SQLite, the file broker) and production-like settings: `migrate`, `check --deploy` with
 no warning, `collectstatic`, then gunicorn, a Celery worker and beat run a one-node
 workflow through the REST API, and each container healthcheck passes.
@@ -14,6 +16,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -52,11 +55,11 @@ class Installed:
         return done.stdout + done.stderr
 
     def manage(self, *args: str, extra: dict[str, str] | None = None) -> str:
-        return self.run(self.bin("workflow-engine"), *args, extra=extra)
+        return self.run(self.bin("python"), "manage.py", *args, extra=extra)
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def installed(wheel: Path, context: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("installed")
     assert ROOT not in base.parents
     venv = base / "venv"
@@ -69,13 +72,16 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
     )  # fmt: skip
     assert done.returncode == 0, f"pip install of the wheel failed:\n{done.stdout}\n{done.stderr}"
     workdir = base / "run"
-    workdir.mkdir()
+    # The standalone project, as the image copies it from the build context.
+    shutil.copytree(context / "config", workdir / "config")
+    shutil.copy2(context / "manage.py", workdir / "manage.py")
     # Nothing of the repository, nor of the test run's own settings, leaks in.
     keep = ("HOME", "LANG", "LC_ALL", "TMPDIR", "PIP_CONSTRAINT")
     env = {key: os.environ[key] for key in keep if key in os.environ}
     env.update(
         PATH=f"{venv / 'bin'}:/usr/bin:/bin",
         DJANGO_SETTINGS_MODULE="config.settings",
+        PYTHONPATH=str(workdir),
         WORKFLOW_VAR_DIR=str(base / "var"),
         SECRET_KEY=secrets.token_urlsafe(50),
         DEBUG="0",
@@ -93,12 +99,18 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
     return Installed(venv, workdir, env)
 
 
-def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Installed) -> None:
+def test_the_apps_come_from_the_wheel_and_the_project_from_beside_it(
+    installed: Installed,
+) -> None:
     where = installed.run(
-        installed.bin("python"), "-c", "import config, nodes; print(config.__file__)"
-    )
-    assert str(installed.venv) in where
-    assert str(ROOT) not in where
+        installed.bin("python"), "-c",
+        "import config, executions, nodes, workflows; "
+        "print(*(m.__file__ for m in (executions, nodes, workflows, config)), sep='\\n')",
+    ).split()  # fmt: skip
+    *apps, project = where
+    assert all(path.startswith(str(installed.venv)) for path in apps), apps
+    assert project.startswith(str(installed.workdir)), project
+    assert not [path for path in where if path.startswith(str(ROOT))], where
 
 
 def test_check_deploy_with_production_settings_has_no_warning(installed: Installed) -> None:
@@ -179,7 +191,7 @@ def test_a_one_node_workflow_runs_from_the_installed_package(running) -> None:
     assert execution["output"] == {"greeting": "hello wheel"}
 
 
-def test_static_files_and_the_demo_workflow_come_with_the_package(running) -> None:
+def test_static_files_and_templates_come_with_the_package(running) -> None:
     installed, _, port = running
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/static/admin/css/base.css",
@@ -190,14 +202,15 @@ def test_static_files_and_the_demo_workflow_come_with_the_package(running) -> No
         assert response.headers["Content-Encoding"] == "gzip"  # collected and compressed
     installed.run(
         installed.bin("python"), "-c",
-        "from importlib.resources import files; import json; "
-        "assert json.loads(files('nodes').joinpath('demo_workflow.json').read_text())",
+        "from importlib.resources import files; "
+        "assert 'redoc' in files('workflows').joinpath('templates/workflows/redoc.html')"
+        ".read_text()",
     )  # fmt: skip
 
 
 def test_the_container_healthchecks_pass(running) -> None:
     installed, _, port = running
-    probe = [installed.bin("python"), "-m", "monitoring.probe"]
+    probe = [installed.bin("python"), "-m", "executions.metrics.probe"]
     assert "web: healthy" in installed.run(*probe, "web", "--port", str(port))
     assert "worker: healthy" in installed.run(*probe, "worker")
 
