@@ -48,11 +48,18 @@ def references(raw: Any) -> Iterator[Reference]:
                     yield Reference(node_id, f"{prefix}workflow", name, pinned)
 
 
-def check_no_cycle(*, name: str, number: int, raw: Any) -> None:
+#: Versions not stored yet, by workflow name: (number, definition). A sync stores many
+#: versions at once, and a cycle may be closed only by two of them together.
+Planned = Mapping[str, tuple[int, Any]]
+
+
+def check_no_cycle(*, name: str, number: int, raw: Any, planned: Planned | None = None) -> None:
     """Raise DefinitionError if version `number` of workflow `name`, with definition `raw`,
-    would reach itself through `workflow` nodes."""
+    would reach itself through `workflow` nodes (`planned`: versions to be stored with it,
+    each the latest of its workflow)."""
+    pending = {**(planned or {}), name: (number, raw)}
     for ref in references(raw):
-        path = _path_back(name, number, ref)
+        path = _path_back(name, number, ref, pending)
         if path is not None:
             shown = " -> ".join(path)
             raise DefinitionError(
@@ -68,9 +75,9 @@ def check_no_cycle(*, name: str, number: int, raw: Any) -> None:
             )
 
 
-def _path_back(name: str, number: int, first: Reference) -> list[str] | None:
+def _path_back(name: str, number: int, first: Reference, pending: Planned) -> list[str] | None:
     """The names from `name` back to it through `first`, or None (depth-first)."""
-    latest = {name: number}
+    latest = {key: planned_number for key, (planned_number, _) in pending.items()}
     stack: list[tuple[Reference, list[str]]] = [(first, [name])]
     seen: set[tuple[str, int]] = set()
     while stack and len(seen) < MAX_VISITS:
@@ -84,7 +91,7 @@ def _path_back(name: str, number: int, first: Reference) -> list[str] | None:
         if target in seen:
             continue
         seen.add(target)
-        stack.extend((nxt, [*path, label]) for nxt in references(_definition(*target)))
+        stack.extend((nxt, [*path, label]) for nxt in references(_definition(*target, pending)))
     return None
 
 
@@ -104,7 +111,10 @@ def _resolve(ref: Reference, latest: dict[str, int]) -> tuple[str, int] | None:
     return ref.workflow, latest[ref.workflow]
 
 
-def _definition(workflow: str, version: int) -> Any:
+def _definition(workflow: str, version: int, pending: Planned) -> Any:
+    planned_number, raw = pending.get(workflow, (None, None))
+    if planned_number == version:
+        return raw
     return (
         WorkflowVersion.objects.filter(workflow__name=workflow, version=version)
         .values_list("definition", flat=True)

@@ -22,10 +22,16 @@ def _function_registry() -> Callable[[str], bool] | None:
     return function_exists
 
 
+def definition_parse(*, definition: object) -> Definition:
+    """The parsed definition, checked for everything that needs no database (the parser,
+    the registered functions); raises DefinitionError with every problem found."""
+    return parse_definition(definition, function_exists=_function_registry())
+
+
 def definition_validate(*, definition: object) -> Definition:
     """The parsed definition; raises DefinitionError with every problem found (a pool
     a node names must exist: POST /pools first)."""
-    parsed = parse_definition(definition, function_exists=_function_registry())
+    parsed = definition_parse(definition=definition)
     named = list(pools_named(parsed))
     known = set(
         Pool.objects.filter(name__in={p for _, _, p in named}).values_list("name", flat=True)

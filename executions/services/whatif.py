@@ -4,7 +4,8 @@ execution a report describes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -14,6 +15,7 @@ from executions.definitions import definition_for
 from executions.engine.counterfactual import Report, counterfactual
 from executions.engine.events import Decision, EventType
 from executions.models import Execution
+from workflows.dsl import Definition
 from workflows.models import WorkflowVersion
 
 #: `input` not given: the recorded one.
@@ -45,17 +47,34 @@ def replay_report(
 
     A candidate that cannot even be decided (a corrupted row, an engine bug it meets) is the
     request's problem to report, a 400 naming the version, never a 500."""
+    with _unreplayable(f"version {version.version}"):
+        return _counterfactual(execution, definition_for(version.pk), input)
+
+
+def candidate_report(*, execution: Execution, candidate: Definition) -> Report:
+    """What `execution`'s recorded history would have done under a definition that is not
+    stored yet (a version about to be created); a ValidationError if it cannot be decided."""
+    with _unreplayable("the new definition"):
+        return _counterfactual(execution, candidate, RECORDED)
+
+
+def _counterfactual(execution: Execution, candidate: Definition, input: Any) -> Report:
     extra = {} if input is RECORDED else {"input": input}
+    return counterfactual(
+        definition_for(execution.version_id),
+        candidate,
+        store.engine_events(execution.pk),
+        execution_id=str(execution.pk),
+        **extra,
+    )
+
+
+@contextmanager
+def _unreplayable(what: str) -> Iterator[None]:
     try:
-        return counterfactual(
-            definition_for(execution.version_id),
-            definition_for(version.pk),
-            store.engine_events(execution.pk),
-            execution_id=str(execution.pk),
-            **extra,
-        )
+        yield
     except Exception as exc:
-        message = f"version {version.version} cannot be replayed against this history: {exc}"
+        message = f"{what} cannot be replayed against this history: {exc}"
         raise ValidationError({"version": [message]}) from exc
 
 
