@@ -1,4 +1,4 @@
-"""The demo's REST calls: wait for the web process, upsert the workflow, start an execution."""
+"""The demo's REST calls: wait for the web process, start an execution."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
-from django.conf import settings
 
 from config.demo.display import Clock
 
 WORKFLOW_NAME = "user-signup"
-WORKFLOW_DESCRIPTION = "Sample signup: verify the account, create a workspace, then email and team."
 DEMO_INPUT = {"user_id": 42, "email": "ada@example.com"}
 
 
@@ -74,61 +72,6 @@ def wait_for_web(
             )
         time.sleep(0.25)
     out(f"Web is up on {base_url} ({clock.seconds():.1f}s)")
-
-
-def upsert_workflow(
-    client: DemoClient, definition_file, out: Callable[[str], None]
-) -> tuple[int | None, dict]:
-    """The latest version of the demo workflow with the file's definition, made if need be."""
-    try:
-        definition = json.loads(definition_file.read_text())
-    except (OSError, ValueError) as exc:
-        raise DemoError(f"cannot read {definition_file}: {exc}") from exc
-    source = definition_file.relative_to(settings.BASE_DIR)
-    existing = next((w for w in client.pages("/workflows") if w.get("name") == WORKFLOW_NAME), None)
-    if existing is None:
-        created = client.call(
-            "POST",
-            "/workflows",
-            expect=(201,),
-            json={
-                "name": WORKFLOW_NAME,
-                "description": WORKFLOW_DESCRIPTION,
-                "definition": definition,
-            },
-        )
-        version = created.get("latest_version", 1)
-        out(
-            f"Created workflow {WORKFLOW_NAME} (id {created.get('id')}) version {version}"
-            f" from {source}"
-        )
-        return version, definition
-    return update_workflow(client, existing, definition, source, out), definition
-
-
-def update_workflow(
-    client: DemoClient, existing: dict, definition: dict, source, out: Callable[[str], None]
-) -> int | None:
-    workflow_id = existing["id"]
-    current = existing.get("definition")
-    if current is None:
-        current = client.call("GET", f"/workflows/{workflow_id}").get("definition")
-    if current == definition:
-        version = existing.get("latest_version")
-        out(
-            f"Workflow {WORKFLOW_NAME} exists; its latest version {version} already has "
-            "this definition"
-        )
-        return version
-    added = client.call(
-        "POST",
-        f"/workflows/{workflow_id}/versions",
-        expect=(201,),
-        json={"definition": definition},
-    )
-    version = added.get("version")
-    out(f"Workflow {WORKFLOW_NAME} exists; added version {version} from {source}")
-    return version
 
 
 def start_execution(

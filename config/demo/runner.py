@@ -9,7 +9,6 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,14 +20,12 @@ from config.demo.client import (
     DemoClient,
     DemoError,
     start_execution,
-    upsert_workflow,
     wait_for_web,
 )
 from config.demo.display import Clock, follow, report
 from config.demo.processes import DemoProcesses, ProcessDied, Stop
+from config.demo.sync import sync_demo_workflow
 from executions.supervisor import port_open
-
-DEFINITION_FILE = Path(__file__).resolve().parent / "workflows" / "demo.json"
 
 
 class DemoUserUnusable(DemoError):
@@ -101,6 +98,7 @@ class Demo:
         self.out("Preparing the database (migrate) …")
         call_command("migrate", interactive=False, verbosity=0)
         token = ensure_admin(self.out)
+        version, definition = sync_demo_workflow(self.out)
         connections.close_all()  # SQLite: hold no lock while the children start
 
         if port_open(host, port):
@@ -113,7 +111,6 @@ class Demo:
         ) as http:
             client = DemoClient(http, self.supervisor.check)
             wait_for_web(client, base_url, self.options["startup_timeout"], self.clock, self.out)
-            version, definition = upsert_workflow(client, DEFINITION_FILE, self.out)
             execution_id = start_execution(client, version, self.clock, self.out)
             execution = follow(
                 client, execution_id, definition, self.options["timeout"], self.clock, self.out

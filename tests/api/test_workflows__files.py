@@ -34,6 +34,11 @@ def test_valid_files_are_reported_valid(tmp_path: Path) -> None:
     assert validate(good, echo).splitlines() == [f"{good}: valid", f"{echo}: valid"]
 
 
+def test_the_demo_workflow_file_is_valid() -> None:
+    demo = Path(__file__).resolve().parents[2] / "config/demo/workflows/user-signup.json"
+    assert validate(demo).strip().endswith("user-signup.json: valid")
+
+
 def test_every_problem_of_every_file_is_named_and_exits_non_zero(tmp_path: Path) -> None:
     good = tmp_path / "echo.json"
     good.write_text(json.dumps(ECHO))

@@ -19,6 +19,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import modify_settings
 
+from config.demo.sync import sync_demo_workflow
 from executions.models import Event, Execution
 from executions.services.control import signal_send
 from executions.services.start import execution_start
@@ -33,6 +34,8 @@ pytestmark = pytest.mark.django_db
 #: A workflow the orchestrator runs alone (no worker): an approval, then a delay it skips.
 V1: dict[str, Any] = APPROVAL
 ECHO: dict[str, Any] = {"nodes": [{"id": "say", "type": "function", "function": "std.echo"}]}
+#: The standalone demo's workflow: one of the files every sync discovers.
+DEMO_FILE = Path(__file__).resolve().parents[2] / "config/demo/workflows/user-signup.json"
 
 
 def v2() -> dict[str, Any]:
@@ -313,3 +316,13 @@ def test_a_version_stored_after_the_plan_fails_the_whole_run(folder: Path) -> No
         sync_apply(plan)
     assert stored() == before
     assert not WorkflowDefinition.objects.filter(name="other").exists()
+
+
+def test_the_demo_stores_its_workflow_through_the_sync() -> None:
+    lines: list[str] = []
+    version, definition = sync_demo_workflow(lines.append)
+    assert (version, definition) == (1, json.loads(DEMO_FILE.read_text()))
+    assert "sync_workflows: user-signup: created" in lines
+    lines.clear()
+    assert sync_demo_workflow(lines.append) == (1, definition)
+    assert "sync_workflows: user-signup: unchanged" in lines
