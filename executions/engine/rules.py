@@ -2,8 +2,11 @@
 
 Airflow's meanings. A settled parent's outcome is `succeeded`, `failed` (failed for
 good, or cancelled: Airflow's failed/upstream_failed) or `skipped`. Most rules wait for
-every parent to settle; `one_success` and `one_failed` run as soon as one parent has
-that outcome. A rule that cannot hold any more skips the node.
+every parent to settle; `one_success`, `one_failed` and `one_done` run as soon as one
+parent has that outcome (`one_done`: succeeded or failed). A rule that cannot hold any
+more skips the node. `always` is Airflow's "no dependency at all": the node runs as soon
+as the execution does, as a root would, whatever its parents are doing; its parents only
+give its templates something to read (what they recorded by then, perhaps nothing).
 """
 
 from __future__ import annotations
@@ -24,8 +27,15 @@ class Verdict(Enum):
     SKIP = "skip"
 
 
-#: Rules meant to run after a failure: strict failure still starts them (CONTRACT 3, 6).
-RUNS_AFTER_FAILURE = frozenset({"all_done", "one_failed", "all_failed"})
+#: Rules meant to run after a failure: strict failure still starts them. A rule that
+#: holds with a failed parent (`one_done`, `all_done_min_one_success`) is one of them, and
+#: so is `always`, which runs regardless.
+RUNS_AFTER_FAILURE = frozenset(
+    {"all_done", "one_failed", "all_failed", "one_done", "all_done_min_one_success", "always"}
+)
+
+#: Runs at once, parents settled or not.
+NO_DEPENDENCY = "always"
 
 #: (succeeded, failed, skipped) counts over settled parents -> run?
 _Holds = Callable[[int, int, int], bool]
@@ -38,10 +48,17 @@ _WHEN_SETTLED: dict[str, _Holds] = {
     "none_failed_min_one_success": lambda ok, bad, skipped: bad == 0 and ok > 0,
     "all_failed": lambda ok, bad, skipped: ok == 0 and skipped == 0,
     "none_skipped": lambda ok, bad, skipped: skipped == 0,
+    "one_done": lambda ok, bad, skipped: ok + bad > 0,
+    "all_skipped": lambda ok, bad, skipped: ok == 0 and bad == 0,
+    "all_done_min_one_success": lambda ok, bad, skipped: ok > 0,
 }
 
-#: Rules that fire on the first parent with this outcome, settled siblings or not.
-_EAGER = {"one_success": "succeeded", "one_failed": "failed"}
+#: Rules that fire on the first parent with one of these outcomes, settled siblings or not.
+_EAGER = {
+    "one_success": frozenset({"succeeded"}),
+    "one_failed": frozenset({"failed"}),
+    "one_done": frozenset({"succeeded", "failed"}),
+}
 
 
 def failed_for_good(node: Node, state: NodeState) -> bool:
@@ -71,7 +88,7 @@ def outcome(node: Node, state: NodeState | None) -> str | None:
 
 
 def trigger_verdict(definition: Definition, state: ExecutionState, node: Node) -> Verdict:
-    if not node.depends_on:
+    if not node.depends_on or node.trigger_rule == NO_DEPENDENCY:
         return Verdict.RUN  # as in Airflow: a root runs whatever its rule
     nodes, by_id = state.nodes, definition.by_id
     eager = _EAGER.get(node.trigger_rule)
@@ -84,7 +101,7 @@ def trigger_verdict(definition: Definition, state: ExecutionState, node: Node) -
                 return Verdict.WAIT  # the common case in a wide fan-in: stop at the first
             waiting = True
             continue
-        if got == eager:
+        if eager is not None and got in eager:
             return Verdict.RUN
         counts[got] += 1
     if waiting:

@@ -97,6 +97,7 @@ def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
     import jsonschema
 
     from tests.examples import CONTRACT_EXAMPLE
+    from workflows.dsl import TRIGGER_RULES
     from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
     from workflows.dsl.parser import TOP_FIELDS
     from workflows.kinds import WORKER_NAMES
@@ -115,3 +116,9 @@ def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
             assert set(body) == {*common, *fields}, kind
     assert "MapNodeBody" not in schemas  # a compensation or a map's node is never a map
     assert set(schemas["Definition"]["properties"]) == set(TOP_FIELDS)
+    rule = schemas["FunctionNode"]["properties"]["trigger_rule"]
+    assert rule["enum"] == list(TRIGGER_RULES)
+    echo = {"type": "function", "function": "std.echo"}
+    for name in ("one_done", "all_skipped", "all_done_min_one_success", "always"):
+        child = {"id": "b", **echo, "depends_on": ["a"], "trigger_rule": name}
+        jsonschema.Draft4Validator(root).validate({"nodes": [{"id": "a", **echo}, child]})

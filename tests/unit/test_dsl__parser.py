@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.examples import CONTRACT_EXAMPLE
 from workflows.dsl import (
     NODE_TYPES,
+    TRIGGER_RULES,
     Definition,
     DefinitionError,
     Problem,
@@ -450,10 +451,10 @@ REJECTIONS: list[Any] = [
         id="when-root",
     ),
     pytest.param(
-        defn(fn("a", trigger_rule="always")),
+        defn(fn("a", trigger_rule="sometimes")),
         "a",
         "trigger_rule",
-        ["all_success, none_failed, all_done", "'always'"],
+        ["all_success, none_failed, all_done", "always", "'sometimes'"],
         id="trigger-rule",
     ),
     pytest.param(
@@ -790,6 +791,17 @@ def test_templates_may_read_transitive_ancestors() -> None:
         fn("c", depends_on=["b"], input="{{ nodes.a.output }}-{{ nodes.b.status }}"),
     )
     assert parse_definition(raw).by_id["c"].depends_on == ("b",)
+
+
+@pytest.mark.parametrize("rule", TRIGGER_RULES)
+def test_every_trigger_rule_is_accepted(rule: str) -> None:
+    raw = defn(fn("a"), fn("b"), fn("c", depends_on=["a", "b"], trigger_rule=rule))
+    assert parse_definition(raw).by_id["c"].trigger_rule == rule
+
+
+def test_the_round_three_rules_are_airflows_names() -> None:
+    new = {"one_done", "all_skipped", "all_done_min_one_success", "always"}
+    assert new <= set(TRIGGER_RULES)
 
 
 @pytest.mark.parametrize("node_type", NODE_TYPES)

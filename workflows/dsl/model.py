@@ -22,6 +22,10 @@ TRIGGER_RULES = (
     "none_failed_min_one_success",
     "all_failed",
     "none_skipped",
+    "one_done",
+    "all_skipped",
+    "all_done_min_one_success",
+    "always",
 )
 
 JSON = Any

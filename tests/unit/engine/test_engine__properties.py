@@ -51,8 +51,9 @@ def test_nodes_start_only_after_their_parents_settle(case) -> None:
         if event.type in STARTING and event.attempt == 1:
             assert event.node_id is not None
             node = run.definition.node_for(event.node_id)
-            if node.trigger_rule in ("one_success", "one_failed"):
-                continue  # fire on the first parent with that outcome (test_engine__trigger_rules)
+            if node.trigger_rule in ("one_success", "one_failed", "one_done", "always"):
+                # the first parent with that outcome, or none (test_engine__trigger_rules)
+                continue
             for parent in node.depends_on:
                 assert parent in settled_at, f"{event.node_id} started before {parent} settled"
         if event.type in SETTLING:

@@ -11,6 +11,7 @@ import itertools
 
 import pytest
 
+from executions.engine.decide import decide
 from executions.engine.events import EventType
 from executions.engine.rules import RUNS_AFTER_FAILURE, Verdict, trigger_verdict
 from executions.engine.state import ExecutionState, NodeState
@@ -33,6 +34,7 @@ PARENT_STATES = {
 }
 SETTLED = {"succeeded", "failed", "skipped", "cancelled"}
 FAILED_LIKE = {"failed", "cancelled"}  # Airflow's failed and upstream_failed
+FATAL = {"type": "Boom", "message": "x", "retryable": False}
 
 
 def expected(rule: str, parents: tuple[str, ...]) -> Verdict:
@@ -44,6 +46,11 @@ def expected(rule: str, parents: tuple[str, ...]) -> Verdict:
         return Verdict.RUN if any(ok) else Verdict.SKIP if done else Verdict.WAIT
     if rule == "one_failed":
         return Verdict.RUN if any(bad) else Verdict.SKIP if done else Verdict.WAIT
+    if rule == "one_done":  # fires on the first success or failure; skipped is not done
+        finished = [o or b for o, b in zip(ok, bad, strict=True)]
+        return Verdict.RUN if any(finished) else Verdict.SKIP if done else Verdict.WAIT
+    if rule == "always":  # no dependency at all: runs whatever its parents are doing
+        return Verdict.RUN
     if not done:
         return Verdict.WAIT
     holds = {
@@ -53,6 +60,8 @@ def expected(rule: str, parents: tuple[str, ...]) -> Verdict:
         "none_failed_min_one_success": not any(bad) and any(ok),
         "all_failed": all(bad),
         "none_skipped": not any(skipped),
+        "all_skipped": all(skipped),
+        "all_done_min_one_success": any(ok),
     }[rule]
     return Verdict.RUN if holds else Verdict.SKIP
 
@@ -115,7 +124,9 @@ def _fan_in(rule: str, plan: dict[str, list[str]]) -> Run:
 
 @pytest.mark.parametrize("rule", sorted(RUNS_AFTER_FAILURE))
 def test_under_strict_failure_the_after_failure_rules_still_start(rule: str) -> None:
-    run = _fan_in(rule, {"a": ["fatal"], "b": ["fatal"]})
+    # all_done_min_one_success needs a success besides the failure; the others hold on two.
+    b = ["ok"] if rule == "all_done_min_one_success" else ["fatal"]
+    run = _fan_in(rule, {"a": ["fatal"], "b": b})
     assert run.state.node("c").status == TaskStatus.SUCCEEDED
     assert run.state.status == "failed"
 
@@ -126,6 +137,7 @@ def test_under_strict_failure_the_after_failure_rules_still_start(rule: str) -> 
         ("one_success", "execution is failing"),  # holds once b succeeds, too late
         ("none_skipped", "execution is failing"),  # holds, but is not an after-failure rule
         ("none_failed_min_one_success", "upstream did not succeed"),
+        ("all_skipped", "upstream did not succeed"),
     ],
 )
 def test_under_strict_failure_the_other_rules_are_skipped(rule: str, reason: str) -> None:
@@ -157,3 +169,97 @@ def test_one_success_starts_before_its_other_parent_settles() -> None:
     run.advance()
     assert run.state.node("b").status == TaskStatus.SCHEDULED
     assert run.state.node("c").status == TaskStatus.SCHEDULED
+
+
+def _started_before_b_settles(rule: str, a_result: EventType, a_data: dict) -> Run:
+    """a settles, b is still running: c's verdict comes before b has an outcome."""
+    run = Run(_fan_in_definition(rule))
+    run.start()
+    run.append(EventType.TASK_STARTED, "a", 1)
+    run.append(a_result, "a", 1, a_data)
+    run.append(EventType.TASK_STARTED, "b", 1)
+    run.advance()
+    assert run.state.node("b").status == TaskStatus.RUNNING
+    return run
+
+
+def test_one_done_starts_on_a_first_failure_and_the_execution_still_fails() -> None:
+    run = _started_before_b_settles("one_done", EventType.TASK_FAILED, {"error": FATAL})
+    assert run.state.node("c").status == TaskStatus.SCHEDULED
+    run.run_to_end()
+    assert run.state.node("c").status == TaskStatus.SUCCEEDED
+    assert run.state.status == "failed"
+
+
+def test_one_done_starts_on_a_first_success() -> None:
+    run = _started_before_b_settles("one_done", EventType.TASK_COMPLETED, {"output": 1})
+    assert run.state.node("c").status == TaskStatus.SCHEDULED
+
+
+def test_one_done_is_skipped_when_every_parent_was_skipped() -> None:
+    nodes = (
+        Node(id="a", type="function", when="input.go"),
+        Node(id="b", type="function", when="input.go"),
+        Node(id="c", type="function", depends_on=("a", "b"), trigger_rule="one_done"),
+    )
+    run = Run(Definition(nodes=nodes))
+    run.run_to_end({"go": False})
+    assert run.state.node("c").status == TaskStatus.SKIPPED
+    assert run.state.status == "succeeded"
+
+
+def test_always_starts_with_the_roots_before_its_parents_run() -> None:
+    run = Run(_fan_in_definition("always"))
+    run.start()
+    assert {n: run.state.node(n).status for n in "abc"} == dict.fromkeys(
+        "abc", TaskStatus.SCHEDULED
+    )
+
+
+def test_always_starts_even_when_the_execution_is_already_failing() -> None:
+    """A pending `always` node seen after a parent failed for good still starts."""
+    run = _started_before_b_settles("always", EventType.TASK_COMPLETED, {"output": 1})
+    c = run.state.node("c")
+    c.status, c.attempt = TaskStatus.PENDING, 0  # as if something had held it back
+    run.state.nodes["a"] = NodeState("a", status=TaskStatus.FAILED, attempt=1, error=FATAL)
+    starts = [d for d in decide(run.definition, run.state) if d.node_id == "c"]
+    assert [d.type for d in starts] == [EventType.TASK_SCHEDULED]
+
+
+@pytest.mark.parametrize(
+    ("skip_a", "skip_b", "ran"),
+    [(True, True, True), (True, False, False), (False, False, False)],
+)
+def test_all_skipped_runs_only_when_every_parent_was_skipped(
+    skip_a: bool, skip_b: bool, ran: bool
+) -> None:
+    nodes = (
+        Node(id="a", type="function", when="input.skip_a != `true`"),
+        Node(id="b", type="function", when="input.skip_b != `true`"),
+        Node(id="c", type="function", depends_on=("a", "b"), trigger_rule="all_skipped"),
+    )
+    run = Run(Definition(nodes=nodes))
+    run.run_to_end({"skip_a": skip_a, "skip_b": skip_b})
+    expected_status = TaskStatus.SUCCEEDED if ran else TaskStatus.SKIPPED
+    assert run.state.node("c").status == expected_status
+    assert run.state.status == "succeeded"
+
+
+def test_all_done_min_one_success_waits_for_every_parent_then_runs_after_a_failure() -> None:
+    """Unlike none_failed_min_one_success (skipped above): a failure first, then a success."""
+    run = _started_before_b_settles(
+        "all_done_min_one_success", EventType.TASK_FAILED, {"error": FATAL}
+    )
+    assert run.state.node("c").status == TaskStatus.PENDING
+    run.append(EventType.TASK_COMPLETED, "b", 1, {"output": 1})
+    run.advance()
+    assert run.state.node("c").status == TaskStatus.SCHEDULED
+    run.run_to_end()
+    assert run.state.node("c").status == TaskStatus.SUCCEEDED
+    assert run.state.status == "failed"
+
+
+def test_all_done_min_one_success_is_skipped_without_a_success() -> None:
+    run = _fan_in("all_done_min_one_success", {"a": ["fatal"], "b": ["fatal"]})
+    assert run.state.node("c").status == TaskStatus.SKIPPED
+    assert run.state.status == "failed"
