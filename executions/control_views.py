@@ -28,8 +28,19 @@ from workflows.rest.fields import (
     StrictIntegerField,
     StrictUUIDField,
 )
-from workflows.rest.openapi import CONFLICT, query_parameter
-from workflows.rest.parsers import query_int
+from workflows.rest.openapi import CONFLICT, idempotency_header, query_parameter
+from workflows.rest.parsers import idempotency_key, query_int
+
+RETRY_KEY = idempotency_header(
+    "Repeating a retry with the same key answers as the accepted one did (202) and retries "
+    "nothing; the key used for another request (another node_id or execution, a start, a "
+    "replay) is a 409. A retry refused with 409 keeps no key."
+)
+REPLAY_KEY = idempotency_header(
+    "Repeating a replay with the same key returns the execution the first one started "
+    "(201) and starts nothing; the key used for another request (another body or "
+    "execution, a start, a retry) is a 409. A dry run starts nothing and ignores the key."
+)
 
 
 class SignalSerializer(serializers.Serializer):
@@ -122,7 +133,11 @@ class PauseView(_ControlView):
 
 
 class RetryView(_ControlView):
-    @extend_schema(request=RetrySerializer, responses={202: ExecutionSerializer, 409: CONFLICT})
+    @extend_schema(
+        request=RetrySerializer,
+        parameters=[RETRY_KEY],
+        responses={202: ExecutionSerializer, 409: CONFLICT},
+    )
     def post(self, request: Request, execution_id) -> Response:
         self.execution(execution_id)
         body = RetrySerializer(data=request.data)
@@ -131,6 +146,7 @@ class RetryView(_ControlView):
             execution_id=execution_id,
             node_id=body.validated_data.get("node_id"),
             by=request.user.get_username(),
+            idempotency_key=idempotency_key(request),
         )
         return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
 
@@ -138,7 +154,8 @@ class RetryView(_ControlView):
 class ReplayView(_ControlView):
     @extend_schema(
         request=ReplaySerializer,
-        responses={200: ReplayReportSerializer, 201: ExecutionSerializer},
+        parameters=[REPLAY_KEY],
+        responses={200: ReplayReportSerializer, 201: ExecutionSerializer, 409: CONFLICT},
     )
     def post(self, request: Request, execution_id) -> Response:
         execution = self.execution(execution_id)
@@ -146,6 +163,7 @@ class ReplayView(_ControlView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         extra = {"input": {} if data["input"] is None else data["input"]} if "input" in data else {}
+        key = idempotency_key(request)
         if data["dry_run"]:
             number = data.get("version", execution.version.version)
             version = whatif.version_of(execution, number)
@@ -156,6 +174,7 @@ class ReplayView(_ControlView):
             from_node=data.get("from_node"),
             version=data.get("version"),
             by=request.user.get_username(),
+            idempotency_key=key,
             **extra,
         )
         return Response(ExecutionSerializer(replay).data, status=201)

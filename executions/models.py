@@ -136,6 +136,24 @@ class Execution(models.Model):
         return f"{self.id} ({self.status})"
 
 
+class RetryRequest(models.Model):
+    """A retry accepted under a client's Idempotency-Key (POST /executions/{id}/retry): a
+    repeat with the key finds it and retries nothing. A replay needs no row of its own:
+    it is an execution, and keeps its key in Execution.idempotency_key."""
+
+    idempotency_key = models.CharField(max_length=255, unique=True)
+    #: A hash of the retry's execution and node_id, to refuse a reuse for another retry.
+    request_fingerprint = models.CharField(max_length=64)
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="+")
+    #: The seq of the retry_requested event this request appended.
+    seq = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=150, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.idempotency_key} -> {self.execution_id}@{self.seq}"
+
+
 class ConcurrencyKey(models.Model):
     """One row per (workflow, key value) ever used: admission locks it, so that counting a
     key's running executions and starting held ones happen one at a time for that key,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -27,16 +27,13 @@ from executions.serializers import (
 from executions.services.start import execution_start
 from workflows.dsl.concurrency import ConcurrencyKeyError
 from workflows.rest.fields import MAX_INT32
-from workflows.rest.openapi import CONFLICT, query_parameter
+from workflows.rest.openapi import CONFLICT, idempotency_header, query_parameter
 from workflows.rest.pagination import CountlessPage, LogPage, SeqPage
-from workflows.rest.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key, query_int, query_text
+from workflows.rest.parsers import idempotency_key, query_int, query_text
 
-IDEMPOTENCY_KEY = OpenApiParameter(
-    "Idempotency-Key",
-    {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX},
-    OpenApiParameter.HEADER,
-    description="Repeating a request with the same key returns the execution the first one "
-    "created (201) instead of starting another; the same key with a different body is a 409.",
+IDEMPOTENCY_KEY = idempotency_header(
+    "Repeating a request with the same key returns the execution the first one created "
+    "(201) instead of starting another; the same key with a different body is a 409."
 )
 
 

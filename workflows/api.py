@@ -37,8 +37,8 @@ from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Execution as ExecutionRow
 from executions.serializers import EventSerializer, ExecutionSerializer
 from executions.services import control
+from executions.services.keys import IdempotencyConflict as _KeyConflict
 from executions.services.signals import execution_signal
-from executions.services.start import IdempotencyConflict as _KeyConflict
 from executions.services.start import execution_start
 from executions.services.why import why_execution
 from executions.triggers.services import event_publish, executions_of
@@ -145,6 +145,11 @@ def _username(by: Any) -> str:
     return str(by)
 
 
+def _check_key(idempotency_key: Any) -> None:
+    if idempotency_key is not None and not (isinstance(idempotency_key, str) and idempotency_key):
+        raise InvalidInput("idempotency_key must be a non-empty string")
+
+
 def _check_json(name: str, value: Any) -> None:
     try:
         json.dumps(value, allow_nan=False)
@@ -211,8 +216,16 @@ class Execution:
     def resume(self, *, by: Any = None) -> Execution:
         return self._act(control.execution_resume, by=by)
 
-    def retry(self, node_id: str | None = None, *, by: Any = None) -> Execution:
-        return self._act(control.execution_retry, node_id=node_id, by=by)
+    def retry(
+        self, node_id: str | None = None, *, by: Any = None, idempotency_key: str | None = None
+    ) -> Execution:
+        """Run the failed nodes again (`node_id`: that one). A repeat with the same
+        `idempotency_key` retries nothing more; the key used for anything else raises
+        IdempotencyConflict."""
+        _check_key(idempotency_key)
+        return self._act(
+            control.execution_retry, node_id=node_id, by=by, idempotency_key=idempotency_key
+        )
 
     def signal(self, name: str, data: Any = None, *, by: Any = None) -> Execution:
         _check_json("data", data)
@@ -265,8 +278,10 @@ class Execution:
     async def aresume(self, *, by: Any = None) -> Execution:
         return await sync_to_async(self.resume)(by=by)
 
-    async def aretry(self, node_id: str | None = None, *, by: Any = None) -> Execution:
-        return await sync_to_async(self.retry)(node_id, by=by)
+    async def aretry(
+        self, node_id: str | None = None, *, by: Any = None, idempotency_key: str | None = None
+    ) -> Execution:
+        return await sync_to_async(self.retry)(node_id, by=by, idempotency_key=idempotency_key)
 
     async def asignal(self, name: str, data: Any = None, *, by: Any = None) -> Execution:
         return await sync_to_async(self.signal)(name, data, by=by)
@@ -341,8 +356,7 @@ def start(
         raise InvalidInput("start_at must be a timezone-aware datetime")
     if tags:
         raise InvalidInput("tags are not supported by this version of the engine")
-    if idempotency_key is not None and not (isinstance(idempotency_key, str) and idempotency_key):
-        raise InvalidInput("idempotency_key must be a non-empty string")
+    _check_key(idempotency_key)
     try:
         with _translated(), transaction.atomic():
             found = selectors.version_named(workflow, version)

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework import status
 
@@ -18,8 +18,8 @@ from executions.engine import compensation
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
-from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
-from executions.services import admission, capacity, whatif
+from executions.models import Attempt, AttemptStatus, Execution, RetryRequest, Timer, TimerKind
+from executions.services import admission, capacity, keys, whatif
 from executions.services.advance import record_and_advance
 from executions.services.start import execution_start
 from workflows.kinds import get_kind
@@ -174,15 +174,39 @@ RETRYABLE_NODE = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.SKIPPED)
 
 
 def execution_retry(
-    *, execution_id: UUID | str, node_id: str | None = None, by: str = ""
+    *,
+    execution_id: UUID | str,
+    node_id: str | None = None,
+    by: str = "",
+    idempotency_key: str | None = None,
 ) -> Execution:
     """Run failed or cancelled nodes again, with their downstream, in the same history;
     nodes a compensation undid run again as well. An execution with a concurrency key
     runs again only if its key has room now (NotAllowed otherwise: a retry does not
-    queue behind the executions that waited their turn)."""
+    queue behind the executions that waited their turn). A repeat with the
+    `idempotency_key` of a retry it accepted retries nothing and answers as the first did."""
+    if idempotency_key is None:
+        return _retry(execution_id, node_id, by, None)
+    request = keys.fingerprint({"retry": str(execution_id), "node_id": node_id})
+    try:
+        return _retry(execution_id, node_id, by, (idempotency_key, request))
+    except IntegrityError:
+        # A retry of another execution took the key between our look and our write.
+        keys.retry_by_key(idempotency_key, request)
+        raise
+
+
+def _retry(
+    execution_id: UUID | str, node_id: str | None, by: str, key: tuple[str, str] | None
+) -> Execution:
     with transaction.atomic():
+        if key is not None and keys.retry_by_key(*key) is not None:
+            return Execution.objects.get(pk=execution_id)
         _room_to_retry(execution_id)
         execution = store.lock_execution(execution_id)
+        # The same retry, sent twice at once, waited for this lock: the first one won.
+        if key is not None and keys.retry_by_key(*key) is not None:
+            return execution
         if execution.status not in (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED):
             raise NotAllowed(
                 f"only a failed or cancelled execution can be retried; this one is "
@@ -221,6 +245,15 @@ def execution_retry(
         request = Decision(
             EventType.RETRY_REQUESTED, data={"nodes": nodes, "by": by, "node_id": node_id}
         )
+        if key is not None:
+            # Before the events: a key another retry took raises here, with nothing written.
+            RetryRequest.objects.create(
+                idempotency_key=key[0],
+                request_fingerprint=key[1],
+                execution=execution,
+                seq=execution.last_seq + 1,
+                created_by=by[:150],
+            )
         record_and_advance(execution, [request], source=Source.API, state=state)
         return execution
 
@@ -259,10 +292,12 @@ def execution_replay(
     version: int | None = None,
     input: Any = whatif.RECORDED,
     by: str = "",
+    idempotency_key: str | None = None,
 ) -> Execution:
     """A new execution of the same input (or `input`) on the same pinned version (or
     `version`, see services/whatif.py: the outputs its report marks reusable are kept).
-    With from_node, it and its downstream run again whatever else is kept."""
+    With from_node, it and its downstream run again whatever else is kept. A repeat with
+    the same `idempotency_key` returns the execution the first one started."""
     source = Execution.objects.select_related("version").get(pk=execution_id)
     target = source.version if version is None else whatif.version_of(source, version)
     definition = definition_for(target.pk)
@@ -290,5 +325,7 @@ def execution_replay(
         reuse=reused,
         by=by,
         priority=source.priority,
+        idempotency_key=idempotency_key,
+        replay_request={"of": str(source.pk), "from_node": from_node},
     )
     return execution

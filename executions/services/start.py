@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import datetime
 from typing import Any
 
@@ -19,14 +17,10 @@ from executions.projections import create_tasks
 from executions.services import admission
 from executions.services.advance import record_and_advance
 from executions.services.containment import TRANSIENT, contain
+from executions.services.keys import execution_by_key, fingerprint
 from workflows.dsl.concurrency import render_key
 from workflows.dsl.limits import decision_limits
 from workflows.models import WorkflowVersion
-from workflows.rest.errors import Refused
-
-
-class IdempotencyConflict(Refused):
-    """The Idempotency-Key was used before for a different request: HTTP 409."""
 
 
 def _fingerprint(
@@ -35,13 +29,16 @@ def _fingerprint(
     start_at: datetime | None,
     faults: Any = None,
     priority: int | None = None,
+    replay: dict[str, Any] | None = None,
 ) -> str:
     body = {"version": version.pk, "input": input, "start_at": start_at and start_at.isoformat()}
     if faults is not None:
         body["faults"] = faults
     if priority:  # absent when 0, so the keys of requests without one match as before
         body["priority"] = priority
-    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+    if replay is not None:  # a replay is never the same request as a start
+        body["replay"] = replay
+    return fingerprint(body)
 
 
 def execution_start(
@@ -61,6 +58,7 @@ def execution_start(
     priority: int | None = None,
     key_errors: bool = False,
     raise_errors: bool = False,
+    replay_request: dict[str, Any] | None = None,
 ) -> tuple[Execution, bool]:
     """Create and start an execution. Returns (execution, created).
 
@@ -78,10 +76,12 @@ def execution_start(
     `raise_errors`: a start that fails (a definition that no longer parses, an engine
     error) raises with nothing written, instead of creating a failed execution (the
     Python API's caller is there to answer).
+    `replay_request`: what else a replay with `idempotency_key` was asked (its source,
+    from_node), so that the key's fingerprint tells it from a start and from other replays.
     """
     key = _concurrency_key(version, input) if key_errors else None
-    fingerprint = _fingerprint(version, input, start_at, faults, priority)
-    existing = _existing(idempotency_key, engine_key, fingerprint)
+    request = _fingerprint(version, input, start_at, faults, priority, replay_request)
+    existing = _existing(idempotency_key, engine_key, request)
     if existing is not None:
         return existing, False
     row: dict[str, Any] = {
@@ -96,7 +96,7 @@ def execution_start(
         "input": input,
         "idempotency_key": idempotency_key or None,
         "engine_key": engine_key or None,
-        "request_fingerprint": fingerprint if idempotency_key else "",
+        "request_fingerprint": request if idempotency_key else "",
         "replay_of": replay_of,
         "parent_execution": parent,
         "parent_node_id": parent_node_id,
@@ -137,7 +137,7 @@ def execution_start(
     except Exception as exc:
         if isinstance(exc, IntegrityError):
             # Two starts with the same key raced: the other one won.
-            existing = _existing(idempotency_key, engine_key, fingerprint)
+            existing = _existing(idempotency_key, engine_key, request)
             if existing is not None:
                 return existing, False
         if raise_errors:
@@ -194,21 +194,11 @@ def _start_later(execution: Execution, start_at: datetime) -> None:
 
 
 def _existing(
-    idempotency_key: str | None, engine_key: str | None, fingerprint: str
+    idempotency_key: str | None, engine_key: str | None, request: str
 ) -> Execution | None:
     if engine_key:
         # The engine derives its keys from what it starts: the same key is the same start.
         return Execution.objects.filter(engine_key=engine_key).first()
     if idempotency_key:
-        return _by_key(idempotency_key, fingerprint)
+        return execution_by_key(idempotency_key, request)
     return None
-
-
-def _by_key(key: str, fingerprint: str) -> Execution | None:
-    existing = Execution.objects.filter(idempotency_key=key).first()
-    if existing is not None and existing.request_fingerprint != fingerprint:
-        raise IdempotencyConflict(
-            f"Idempotency-Key '{key}' was already used for a different request "
-            f"(execution {existing.id}); use a new key for a new execution"
-        )
-    return existing

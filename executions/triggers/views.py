@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -27,13 +27,11 @@ from executions.triggers.services import (
     trigger_update,
 )
 from workflows.rest.detail import Detail
-from workflows.rest.parsers import IDEMPOTENCY_KEY_MAX, idempotency_key
+from workflows.rest.openapi import idempotency_header
+from workflows.rest.parsers import idempotency_key
 
-IDEMPOTENCY_KEY = OpenApiParameter(
-    "Idempotency-Key",
-    {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX},
-    OpenApiParameter.HEADER,
-    description="Repeating an event with the same key returns the first one and starts nothing.",
+IDEMPOTENCY_KEY = idempotency_header(
+    "Repeating an event with the same key returns the first one and starts nothing."
 )
 
 

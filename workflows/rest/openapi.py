@@ -16,6 +16,8 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
+from workflows.rest.parsers import IDEMPOTENCY_KEY_MAX
+
 Endpoint = tuple[str, str, str, Any]
 
 
@@ -48,6 +50,14 @@ def query_parameter(name: str, description: str, **schema: Any) -> OpenApiParame
     """A query parameter with its JSON Schema (type, bounds) spelled out, so that what
     workflows.rest.parsers refuses is exactly what the schema calls invalid."""
     return OpenApiParameter(name, schema, OpenApiParameter.QUERY, description=description)
+
+
+def idempotency_header(description: str) -> OpenApiParameter:
+    """The Idempotency-Key header, as workflows.rest.parsers.idempotency_key reads it."""
+    schema = {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX}
+    return OpenApiParameter(
+        "Idempotency-Key", schema, OpenApiParameter.HEADER, description=description
+    )
 
 
 class AutoSchema(SpectacularAutoSchema):
