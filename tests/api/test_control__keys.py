@@ -32,6 +32,12 @@ def _retry_rounds(execution: Execution) -> int:
     return Event.objects.filter(execution=execution, type="retry_requested").count()
 
 
+def _all_conflicts(responses: list[Any], key: str) -> None:
+    for response in responses:
+        assert response.status_code == 409, response.content
+        assert key in response.json()["detail"]
+
+
 def _cancelled() -> Execution:
     execution = start(REVIEW)
     control.execution_cancel(execution_id=execution.pk)
@@ -68,9 +74,7 @@ def test_a_replay_key_reused_for_another_request_is_a_409(api) -> None:
         _post(api, f"/executions/{_cancelled().pk}/retry", "replay-k"),
         _post(api, "/executions", "replay-k", {"workflow": execution.workflow.name}),
     ]
-    for response in refused:
-        assert response.status_code == 409, response.content
-        assert "replay-k" in response.json()["detail"]
+    _all_conflicts(refused, "replay-k")
     assert _replays_of(execution) == 1
     assert _replays_of(other) == 0
 
@@ -126,9 +130,7 @@ def test_a_retry_key_reused_for_another_request_is_a_409(api) -> None:
         _post(api, f"/executions/{other.pk}/replay", "retry-k"),
         _post(api, "/executions", "retry-k", {"workflow": other.workflow.name}),
     ]
-    for response in refused:
-        assert response.status_code == 409, response.content
-        assert "retry-k" in response.json()["detail"]
+    _all_conflicts(refused, "retry-k")
     assert _retry_rounds(execution) == 1
     assert _retry_rounds(other) == 0
     assert _replays_of(other) == 0
