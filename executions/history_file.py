@@ -19,7 +19,7 @@ from typing import Any
 from executions.engine.chain import Linked
 from executions.engine.events import Event, EventType, Source
 
-FORMAT = "django-workflow-engine/history/1"
+FORMAT = "django-replayable-workflows/history/1"
 EVENT_KEYS = ("seq", "type", "node_id", "attempt", "data", "timestamp", "source", "hash")
 
 

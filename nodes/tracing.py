@@ -32,7 +32,7 @@ except ImportError:  # the `otel` extra is not installed: every function here do
     trace = None  # type: ignore[assignment]
 
 #: The instrumentation scope the spans are reported under.
-SCOPE = "django-workflow-engine"
+SCOPE = "django-replayable-workflows"
 EXPORTERS = ("otlp", "console")
 
 #: A provider of its own (tests, or configure()); None: OpenTelemetry's global one.

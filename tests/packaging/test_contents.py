@@ -64,7 +64,7 @@ def test_the_build_context_leaves_out_local_state_secrets_and_tests() -> None:
     for path in (
         ".git/HEAD", ".venv/bin/python", "var/workflow.sqlite3", "var/static/admin/x.css",
         ".env", ".env.production", "tests/conftest.py", "executions/__pycache__/models.pyc",
-        "build/lib/workflows/models.py", "django_workflow_engine.egg-info/PKG-INFO",
+        "build/lib/workflows/models.py", "django_replayable_workflows.egg-info/PKG-INFO",
     ):  # fmt: skip
         assert not in_build_context(path), f"{path} would be sent to the Docker build"
 
