@@ -62,9 +62,10 @@ def test_the_build_context_holds_every_app_the_standalone_project_and_their_file
 
 def test_the_build_context_leaves_out_local_state_secrets_and_tests() -> None:
     for path in (
-        ".git/HEAD", ".venv/bin/python", "var/workflow.sqlite3", "var/static/admin/x.css",
-        ".env", ".env.production", "tests/conftest.py", "executions/__pycache__/models.pyc",
-        "build/lib/workflows/models.py", "django_replayable_workflows.egg-info/PKG-INFO",
+        ".git/HEAD", ".venv/bin/python", ".venv-lowest/bin/python", "var/workflow.sqlite3",
+        "var/static/admin/x.css", ".env", ".env.production", "tests/conftest.py",
+        "executions/__pycache__/models.pyc", "build/lib/workflows/models.py",
+        "django_replayable_workflows.egg-info/PKG-INFO",
     ):  # fmt: skip
         assert not in_build_context(path), f"{path} would be sent to the Docker build"
 

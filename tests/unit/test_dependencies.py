@@ -1,5 +1,6 @@
-"""Every package the code imports is declared in pyproject.toml, and requirements.lock pins
-a version of each declared requirement that its specifier allows.
+"""Every package the code imports is declared in pyproject.toml, requirements.lock pins
+a version of each declared requirement that its specifier allows, and
+requirements-lowest.lock pins each at its lower bound.
 
 The shipped packages may import only the runtime dependencies (an installed wheel has
 nothing else); tests, scripts and benchmarks may also import the [dev] extra. A package
@@ -122,30 +123,69 @@ def test_apps_and_middleware_named_in_settings_are_declared() -> None:
     assert problems == [], f"settings name packages not in [project] dependencies: {problems}"
 
 
-def locked() -> dict[str, Version]:
-    pins = {}
-    for line in (ROOT / "requirements.lock").read_text().splitlines():
+def locked(name: str) -> dict[str, list[Version]]:
+    """Each pinned distribution's versions (the universal lock pins some twice, one per
+    range of Python versions)."""
+    pins: dict[str, list[Version]] = {}
+    for line in (ROOT / name).read_text().splitlines():
         match = re.match(r"([A-Za-z0-9._-]+)==([^\s;]+)", line)
         if match:
-            pins[canonical(match[1])] = Version(match[2])
+            pins.setdefault(canonical(match[1]), []).append(Version(match[2]))
     return pins
 
 
-def test_the_lock_pins_every_declared_requirement_within_its_bounds() -> None:
+def requirement_lines() -> list[str]:
     project = PYPROJECT["project"]
     lines = list(project["dependencies"])
     for group in project["optional-dependencies"].values():
         lines += group
-    pins = locked()
+    return lines
+
+
+def test_the_lock_pins_every_declared_requirement_within_its_bounds() -> None:
+    pins = locked("requirements.lock")
     problems = []
-    for line in lines:
+    for line in requirement_lines():
         requirement = Requirement(line)
-        pin = pins.get(canonical(requirement.name))
-        if pin is None:
+        versions = pins.get(canonical(requirement.name))
+        if versions is None:
             problems.append(f"{line}: not in requirements.lock")
-        elif not requirement.specifier.contains(pin, prereleases=True):
-            problems.append(f"{line}: requirements.lock has {pin}")
+        for pin in versions or []:
+            if not requirement.specifier.contains(pin, prereleases=True):
+                problems.append(f"{line}: requirements.lock has {pin}")
     assert problems == [], "run ./dev lock:\n" + "\n".join(problems)
+
+
+def test_the_lock_installs_django_6_where_python_allows_and_5_on_python_3_11() -> None:
+    """uv keeps the versions a lock already has: a lock made before the bound allowed
+    Django 6 would go on installing 5.2 on every Python."""
+    majors = sorted(pin.major for pin in locked("requirements.lock")["django"])
+    assert majors == [5, 6], "remove requirements.lock and run ./dev lock"
+
+
+def lower_bound(requirement: Requirement) -> Version | None:
+    bounds = [Version(s.version) for s in requirement.specifier if s.operator in (">=", "==")]
+    return max(bounds, default=None)
+
+
+def test_the_lowest_lock_pins_every_direct_dependency_at_its_lower_bound() -> None:
+    """./dev test-lowest runs the tests on requirements-lowest.lock: a lower bound is then
+    a version the tests passed on, not a guess. A bound that names no release (or one
+    that cannot be installed) shows up here as a pin above it."""
+    pins = locked("requirements-lowest.lock")
+    problems = []
+    for line in requirement_lines():
+        requirement = Requirement(line)
+        bound = lower_bound(requirement)
+        versions = pins.get(canonical(requirement.name), [])
+        if bound is None:
+            problems.append(f"{line}: no lower bound")
+        elif versions != [bound]:
+            problems.append(f"{line}: requirements-lowest.lock has {versions or 'none'}")
+    assert problems == [], (
+        "raise the bound to the version the lowest lock pins (after ./dev test-lowest passes"
+        " on it), or run ./dev lock:\n" + "\n".join(problems)
+    )
 
 
 def test_the_services_extra_holds_the_embedded_servers() -> None:
