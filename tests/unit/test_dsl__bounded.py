@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jmespath.parser import Parser
 
 from tests.waiting import scaled
-from workflows.dsl.bounded import CACHE, compile_bounded
+from workflows.dsl.bounded import CACHE, _UncachedParser, compile_bounded
 from workflows.dsl.limits import overridden
 from workflows.dsl.templates import TemplateError, render, search
 
@@ -98,13 +99,16 @@ def test_the_compiled_cache_is_bounded_by_the_text_it_holds() -> None:
     CACHE.clear()
 
 
-def test_the_third_party_parser_cache_is_not_used() -> None:
-    from jmespath.parser import Parser
-
+def test_no_parser_cache_keeps_what_it_parses() -> None:
+    """CACHE, bounded by the text it holds, is the only place parse trees stay: the parser
+    compile_bounded uses turns jmespath's class-level cache off (a cache of size 0, which
+    jmespath 1.0.1 would still fill, one entry per expression, forever)."""
     # Parser._CACHE is private: the jmespath stubs leave it out.
-    before = len(Parser._CACHE)  # type: ignore[attr-defined]
-    compile_bounded("input.never_seen_before_by_anyone_" + "x" * 100)
-    assert len(Parser._CACHE) == before  # type: ignore[attr-defined]
+    before = dict(Parser._CACHE)  # type: ignore[attr-defined]
+    for i in range(3):
+        compile_bounded(f"input.never_seen_before_by_anyone_{i}_" + "x" * 100)
+    assert _UncachedParser._CACHE == {}
+    assert before == Parser._CACHE  # type: ignore[attr-defined]
 
 
 EXPRESSIONS = st.text(alphabet="@[]|,.*`1e9 ()&!<=>abcdfilnorstu'{}:?-", max_size=120)
