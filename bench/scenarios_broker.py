@@ -80,6 +80,7 @@ class BrokerScenarios(BenchBase):
 
         from executions.engine.statuses import EXECUTION_TERMINAL
         from executions.models import Attempt, Execution
+        from workflows.conf import engine_settings
 
         if not settings.CELERY_TASK_SEND_SENT_EVENT:
             # Counted from task-sent events: without them every count is 0, a false pass.
@@ -127,4 +128,4 @@ class BrokerScenarios(BenchBase):
         self.figures["broker_queue_peak"] = summary([float(n) for n in peaks], "messages")
         self.figures["broker_map_seconds"] = summary(seconds, "s")
         self.notes["broker_map_items"] = width
-        self.notes["broker_in_flight_cap"] = settings.WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
+        self.notes["broker_in_flight_cap"] = engine_settings.MAX_IN_FLIGHT_PER_EXECUTION

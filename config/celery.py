@@ -66,8 +66,9 @@ def _close_old_connections(task: Any = None, **_: object) -> None:
 
 @worker_init.connect
 def _tracing(**_: object) -> None:
-    """Export spans where WORKFLOW_OTEL_EXPORTER says (config/tracing.py); the prefork
+    """Export spans where WORKFLOW_OTEL_EXPORTER says (nodes/tracing.py); the prefork
     children inherit the provider (OpenTelemetry restarts its export thread after fork)."""
     from nodes import tracing
+    from workflows.conf import engine_settings
 
-    tracing.configure()
+    tracing.configure(exporter=engine_settings.OTEL_EXPORTER)

@@ -11,6 +11,7 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
+from workflows.conf import from_environment
 from workflows.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -211,144 +212,20 @@ CELERY_TASK_ROUTES = {
     "nodes.tasks.*": {"queue": "nodes"},
     "executions.schedules.tasks.*": {"queue": "orchestrator"},
 }
-# Node types with a queue of their own, "type:queue,...", e.g. "http:http" to run HTTP
-# nodes on workers started with `-Q http` (README: Scaling workers per node type). The
-# other types go to `nodes`. Attempts then always travel through their queue: a worker
-# does not run the execution's next attempt itself (eager dispatch) when this is set.
-WORKFLOW_NODE_QUEUES: dict[str, str] = {}
-for _route in _list("WORKFLOW_NODE_QUEUES"):
-    _type, _, _queue = _route.partition(":")
-    if not _type.strip() or not _queue.strip():
-        from django.core.exceptions import ImproperlyConfigured
-
-        raise ImproperlyConfigured(
-            f"WORKFLOW_NODE_QUEUES: {_route!r} is not 'node_type:queue' (e.g. http:http)"
-        )
-    WORKFLOW_NODE_QUEUES[_type.strip()] = _queue.strip()
 # django-celery-beat's own DatabaseScheduler, as a host project runs it: the engine adds
 # its sweeper to it at beat start and restores the entry whenever the table loses it
 # (executions/beat.py). Nothing else to configure.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-WORKFLOW_SWEEP_INTERVAL = float(os.environ.get("WORKFLOW_SWEEP_INTERVAL", "1.0"))
-# /healthz and /metrics call the sweeper stale when its last completed sweep is older
-# (default: ten intervals, at least 30 s).
-if os.environ.get("WORKFLOW_SWEEPER_STALE_SECONDS"):
-    WORKFLOW_SWEEPER_STALE_SECONDS = float(os.environ["WORKFLOW_SWEEPER_STALE_SECONDS"])
 
 # --- Engine -----------------------------------------------------------------
-WORKFLOW_HTTP_ALLOWED_HOSTS = _list("WORKFLOW_HTTP_ALLOWED_HOSTS")
-# Seconds a claimed attempt may go without a lease renewal when the node sets none.
-WORKFLOW_DEFAULT_LEASE_SECONDS = float(os.environ.get("WORKFLOW_DEFAULT_LEASE_SECONDS", "30"))
-# A scheduled attempt nobody claimed for this long had its message lost: republish.
-WORKFLOW_REPUBLISH_AFTER_SECONDS = float(os.environ.get("WORKFLOW_REPUBLISH_AFTER_SECONDS", "15"))
-# Unclaimed run_task messages one execution may have in the broker at once; attempts
-# scheduled beyond it are held in the database and published as claims take the ones out
-# (a finishing worker runs a held one itself, with no message). 64: more than the worker
-# processes a queue usually has, so no idle worker waits for a top-up, while a 10,000-item
-# map keeps at most 64 messages ahead of other executions' in the shared queue.
-WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION = int(
-    os.environ.get("WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION", "64")
-)
-if WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION < 1:
-    from django.core.exceptions import ImproperlyConfigured
+# Every WORKFLOW_<NAME> setting has its default in workflows/conf.py (where each is
+# described); here the environment variable of the same name sets it, and
+# WORKFLOW_SECRET_<NAME> sets the secret {{ secrets.NAME }}.
+WORKFLOW_VAR_DIR = VAR_DIR
+WORKFLOW_FUNCTION_MODULES = ["nodes.std", "config.demo.workflow_functions"]
+globals().update(from_environment(os.environ))
 
-    raise ImproperlyConfigured(
-        "WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION must be at least 1 (messages per execution)"
-    )
-# {{ secrets.NAME }} reads WORKFLOW_SECRET_NAME from the environment at execution time.
-WORKFLOW_SECRETS = {
-    key.removeprefix("WORKFLOW_SECRET_"): value
-    for key, value in os.environ.items()
-    if key.startswith("WORKFLOW_SECRET_")
-}
-# GET /metrics without a token, for a Prometheus that cannot send one.
-WORKFLOW_METRICS_PUBLIC = _flag("WORKFLOW_METRICS_PUBLIC")
-WORKFLOW_FUNCTION_MODULES = _list(
-    "WORKFLOW_FUNCTION_MODULES", "nodes.std,config.demo.workflow_functions"
-)
-# POST /executions accepts "faults" (executions/engine/faults.py) only where this is 1:
-# for testing functions' idempotency, never in production.
-WORKFLOW_FAULT_INJECTION = _flag("WORKFLOW_FAULT_INJECTION")
-# The most a delay_result_seconds fault may hold back one result.
-WORKFLOW_FAULT_MAX_DELAY_SECONDS = float(os.environ.get("WORKFLOW_FAULT_MAX_DELAY_SECONDS", "60"))
-
-# --- Containment: bounds on work (issue 8) -------------------------------------
-# Read by executions.apps into workflows/dsl/limits.py; each bound names its setting in
-# the error it causes. Past a bound: 400 when the definition shows it, else the node fails.
-# Characters in one template or bare expression (400 at definition time).
-WORKFLOW_MAX_EXPRESSION_LENGTH = int(os.environ.get("WORKFLOW_MAX_EXPRESSION_LENGTH", "2048"))
-# Work units (AST visits + sizes of what it builds) of one render or expression.
-WORKFLOW_MAX_EXPRESSION_WORK = int(os.environ.get("WORKFLOW_MAX_EXPRESSION_WORK", "250000"))
-# Work units of all expressions one orchestrator step evaluates (all first nodes in a POST).
-WORKFLOW_MAX_STEP_WORK = int(os.environ.get("WORKFLOW_MAX_STEP_WORK", "1000000"))
-# Characters of expression text kept compiled in memory per process.
-WORKFLOW_EXPRESSION_CACHE_CHARS = int(os.environ.get("WORKFLOW_EXPRESSION_CACHE_CHARS", "262144"))
-# Bytes (compact JSON) of any value a template renders (node inputs, map items).
-WORKFLOW_MAX_RENDERED_BYTES = int(os.environ.get("WORKFLOW_MAX_RENDERED_BYTES", "1048576"))
-# A delay's seconds, or how far ahead its until may be (default ten years: the
-# contract's example waits until 2030).
-WORKFLOW_MAX_DELAY_SECONDS = float(os.environ.get("WORKFLOW_MAX_DELAY_SECONDS", "316224000"))
-# Items of one map node; past it the map node fails.
-WORKFLOW_MAP_MAX_ITEMS = int(os.environ.get("WORKFLOW_MAP_MAX_ITEMS", "10000"))
-# A map's max_parallel when none is given, and the largest it may give.
-WORKFLOW_MAP_DEFAULT_MAX_PARALLEL = int(os.environ.get("WORKFLOW_MAP_DEFAULT_MAX_PARALLEL", "32"))
-WORKFLOW_MAP_MAX_PARALLEL = int(os.environ.get("WORKFLOW_MAP_MAX_PARALLEL", "1000"))
-# retry_policy.max_attempts at most, initial_interval_seconds at least.
-WORKFLOW_MAX_ATTEMPTS = int(os.environ.get("WORKFLOW_MAX_ATTEMPTS", "100"))
-WORKFLOW_MIN_RETRY_INTERVAL_SECONDS = float(
-    os.environ.get("WORKFLOW_MIN_RETRY_INTERVAL_SECONDS", "0.1")
-)
-# timeout_seconds (default 30 days) and heartbeat_timeout_seconds (1 day) at most.
-WORKFLOW_MAX_TIMEOUT_SECONDS = float(os.environ.get("WORKFLOW_MAX_TIMEOUT_SECONDS", "2592000"))
-WORKFLOW_MAX_HEARTBEAT_TIMEOUT_SECONDS = float(
-    os.environ.get("WORKFLOW_MAX_HEARTBEAT_TIMEOUT_SECONDS", "86400")
-)
-# Size of one definition: compact JSON bytes and nodes.
-WORKFLOW_MAX_DEFINITION_BYTES = int(os.environ.get("WORKFLOW_MAX_DEFINITION_BYTES", "524288"))
-WORKFLOW_MAX_NODES = int(os.environ.get("WORKFLOW_MAX_NODES", "1000"))
-# std.sleep's seconds at most.
-WORKFLOW_MAX_SLEEP_SECONDS = float(os.environ.get("WORKFLOW_MAX_SLEEP_SECONDS", "3600"))
-# Total time of an HTTP node's request, body included, when it sets no timeout_seconds.
-WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS = float(
-    os.environ.get("WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS", "30")
-)
-# Bytes of an HTTP response body kept in the log (the rest cut, "truncated": true).
-WORKFLOW_HTTP_MAX_RESPONSE_BYTES = int(
-    os.environ.get("WORKFLOW_HTTP_MAX_RESPONSE_BYTES", "1048576")
-)
-# A server's Retry-After is clamped into [0, this] (inf, nan, huge, negative included).
-WORKFLOW_MAX_RETRY_AFTER_SECONDS = float(
-    os.environ.get("WORKFLOW_MAX_RETRY_AFTER_SECONDS", "86400")
-)
-# Wall time of one attempt on a worker (timeout_seconds when smaller); then the worker
-# process is replaced, so a stuck function cannot hold its slot.
-WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS = float(
-    os.environ.get("WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS", "3600")
-)
-
-# --- Containment: boundaries, depth (issue 8) ----------------------------------
-# Sub-workflows nest at most this deep (a top-level execution is depth 0); a `workflow`
-# node that would start a child past it fails with MaxDepthExceeded (not retried).
-WORKFLOW_MAX_DEPTH = int(os.environ.get("WORKFLOW_MAX_DEPTH", "16"))
-
-# --- API: pagination, parsers, schema (issue 8) --------------------------------
-# Largest ?limit= on /workflows, /executions, /schedules and a workflow's versions.
-WORKFLOW_API_MAX_PAGE_SIZE = int(os.environ.get("WORKFLOW_API_MAX_PAGE_SIZE", "500"))
-# Largest ?limit= on an execution's tasks and events.
-WORKFLOW_API_MAX_LOG_PAGE_SIZE = int(os.environ.get("WORKFLOW_API_MAX_LOG_PAGE_SIZE", "5000"))
-# How many of a node's latest attempts and events GET .../tasks/{node_id} includes.
-WORKFLOW_API_TASK_DETAIL_ITEMS = int(os.environ.get("WORKFLOW_API_TASK_DETAIL_ITEMS", "100"))
-# Most executions one POST /executions/bulk/cancel|retry may act on (ids given or matched
-# by its filter); past it the request is a 400. Each is a transaction of its own.
-WORKFLOW_BULK_MAX_EXECUTIONS = int(os.environ.get("WORKFLOW_BULK_MAX_EXECUTIONS", "1000"))
-
-# --- Trust: permissions, secrets, safe defaults (issue 9) ----------------------
-# Compact JSON bytes of one recorded output or error; past it the node fails with
-# OutputTooLarge (an error is cut instead). Above WORKFLOW_HTTP_MAX_RESPONSE_BYTES, so a
-# response the HTTP node keeps still fits with its headers.
-WORKFLOW_MAX_RECORDED_BYTES = int(
-    os.environ.get("WORKFLOW_MAX_RECORDED_BYTES", str(2 * 1024 * 1024))
-)
+# --- Trust: safe defaults ------------------------------------------------------
 # The built-in SECRET_KEY is in the source: sessions, CSRF tokens and password resets
 # signed with it can be forged by anyone. Only a DEBUG process may run with it; ./dev and
 # the test settings (tests/settings.py) export a key of their own.
@@ -378,17 +255,17 @@ if any(_PROXY_HEADER):
     SECURE_PROXY_SSL_HEADER = (_PROXY_HEADER[0], _PROXY_HEADER[1])
 # WORKFLOW_TLS=1 when clients reach the API over HTTPS (directly or through the proxy):
 # cookies only over TLS, and HSTS so browsers never fall back to plain HTTP.
-WORKFLOW_TLS = _flag("WORKFLOW_TLS")
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = WORKFLOW_TLS
-SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000")) if WORKFLOW_TLS else 0
-SECURE_HSTS_INCLUDE_SUBDOMAINS = WORKFLOW_TLS and _flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+_TLS = _flag("WORKFLOW_TLS")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _TLS
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000")) if _TLS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _TLS and _flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
 # Asks browsers' preload lists to know the site as HTTPS-only: opt in when the domain is ready.
-SECURE_HSTS_PRELOAD = WORKFLOW_TLS and _flag("SECURE_HSTS_PRELOAD")
+SECURE_HSTS_PRELOAD = _TLS and _flag("SECURE_HSTS_PRELOAD")
 # Off by default even behind TLS: health probes often speak plain HTTP to the container.
-SECURE_SSL_REDIRECT = WORKFLOW_TLS and _flag("SECURE_SSL_REDIRECT")
+SECURE_SSL_REDIRECT = _TLS and _flag("SECURE_SSL_REDIRECT")
 SESSION_COOKIE_HTTPONLY = True
 
 # JSON lines with each line's execution, node, attempt and worker (workflows/logs.py), or
 # WORKFLOW_LOG_FORMAT=plain for people (the demo's children use it).
-WORKFLOW_LOG_FORMAT = os.environ.get("WORKFLOW_LOG_FORMAT", "json").strip().lower()
-LOGGING = logging_config(WORKFLOW_LOG_FORMAT, os.environ.get("LOG_LEVEL", "WARNING"))
+_LOG_FORMAT = os.environ.get("WORKFLOW_LOG_FORMAT", "json").strip().lower()
+LOGGING = logging_config(_LOG_FORMAT, os.environ.get("LOG_LEVEL", "WARNING"))

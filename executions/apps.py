@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from workflows.conf import configure_limits
+
 
 class ExecutionsConfig(AppConfig):
     name = "executions"
@@ -7,12 +9,8 @@ class ExecutionsConfig(AppConfig):
 
     def ready(self) -> None:
         # The bounds live in a pure module (the engine core imports no Django): hand it
-        # the WORKFLOW_... settings once, in every process (web, worker, beat, tests).
-        from django.conf import settings
-
-        from workflows.dsl.limits import configure_from
-
-        configure_from(lambda name, default: getattr(settings, name, default))
+        # the settings once, in every process (web, worker, beat, tests).
+        configure_limits()
 
         # Connects beat_init: beat's scheduler keeps the sweeper (executions/beat.py).
         from executions import beat  # noqa: F401

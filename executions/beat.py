@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from celery.signals import beat_init
-from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
+
+from workflows.conf import engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ SWEEP_TASK = "executions.tasks.sweep"
 def sweep_interval() -> int:
     """WORKFLOW_SWEEP_INTERVAL in whole seconds, at least 1: what django-celery-beat's
     IntervalSchedule can hold."""
-    return max(round(float(getattr(settings, "WORKFLOW_SWEEP_INTERVAL", 1.0))), 1)
+    return max(round(engine_settings.SWEEP_INTERVAL), 1)
 
 
 def engine_entries() -> dict[str, dict[str, Any]]:
@@ -92,7 +93,7 @@ def _as_defined(model: PeriodicTask, fields: dict[str, Any]) -> bool:
 
 
 def heartbeat_path() -> Path:
-    return Path(settings.VAR_DIR) / "beat.heartbeat"
+    return engine_settings.VAR_DIR / "beat.heartbeat"
 
 
 class EngineScheduler(DatabaseScheduler):
@@ -120,7 +121,9 @@ class EngineScheduler(DatabaseScheduler):
     def tick(self, *args: Any, **kwargs: Any) -> float:
         # A full or read-only disk fails the healthcheck, never the schedule.
         with contextlib.suppress(OSError):
-            heartbeat_path().touch()
+            path = heartbeat_path()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
         return super().tick(*args, **kwargs)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -20,6 +19,7 @@ from executions.engine.statuses import ExecutionStatus, values
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
 from executions.services import bulk, control, signals, whatif, why
+from workflows.conf import engine_settings
 from workflows.rest.fields import (
     MAX_INT32,
     StrictBooleanField,
@@ -301,7 +301,7 @@ class BulkSerializer(serializers.Serializer):
     ids = serializers.ListField(
         child=StrictUUIDField(),
         required=False,
-        max_length=settings.WORKFLOW_BULK_MAX_EXECUTIONS,
+        max_length=engine_settings.BULK_MAX_EXECUTIONS,
         help_text="These executions (at most WORKFLOW_BULK_MAX_EXECUTIONS).",
     )
     filter = BulkFilterSerializer(
@@ -346,7 +346,7 @@ def _bulk_request_schema() -> dict[str, Any]:
     ids = {
         "type": "array",
         "items": {"type": "string", "format": "uuid"},
-        "maxItems": settings.WORKFLOW_BULK_MAX_EXECUTIONS,
+        "maxItems": engine_settings.BULK_MAX_EXECUTIONS,
     }
     return {
         "oneOf": [

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.conf import settings
 from django.utils import timezone
 
 from executions.models import SweeperState
+from workflows.conf import engine_settings
 
 SWEEPER = "sweeper"
 
@@ -23,10 +23,10 @@ def stale_after_seconds() -> float:
     """How old the last completed sweep may be before the sweeper counts as stale:
     WORKFLOW_SWEEPER_STALE_SECONDS, by default ten sweep intervals and at least 30 s
     (a sweep that waits behind a worker's long task is late, not dead)."""
-    configured = getattr(settings, "WORKFLOW_SWEEPER_STALE_SECONDS", None)
+    configured = engine_settings.SWEEPER_STALE_SECONDS
     if configured is not None:
-        return float(configured)
-    return max(10 * float(getattr(settings, "WORKFLOW_SWEEP_INTERVAL", 1.0)), 30.0)
+        return configured
+    return max(10 * engine_settings.SWEEP_INTERVAL, 30.0)
 
 
 @dataclass(frozen=True)

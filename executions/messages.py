@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from django.conf import settings
 from django.db import transaction
+
+from workflows.conf import engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def workflow_name(workflow_id: int) -> str:
 
 def node_queue(node_type: str) -> str | None:
     """The queue WORKFLOW_NODE_QUEUES gives this node type (None: the `nodes` queue)."""
-    return settings.WORKFLOW_NODE_QUEUES.get(node_type)
+    return engine_settings.NODE_QUEUES.get(node_type)
 
 
 def broker_priority(priority: int) -> int:

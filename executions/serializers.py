@@ -4,11 +4,12 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
 from executions.models import Attempt, Event, Execution, Task
+from workflows.conf import engine_settings
+from workflows.dsl.limits import limits
 from workflows.rest.fields import (
     MAX_INT32,
     StrictDateTimeField,
@@ -81,7 +82,7 @@ class FaultsSerializer(serializers.Serializer):
     seed = StrictIntegerField(required=False, default=0, min_value=0, max_value=MAX_INT32)
 
     def validate_delay_result_seconds(self, value: float) -> float:
-        limit = float(getattr(settings, "WORKFLOW_FAULT_MAX_DELAY_SECONDS", 60))
+        limit = engine_settings.FAULT_MAX_DELAY_SECONDS
         if value > limit:
             raise serializers.ValidationError(
                 f"At most {limit:g} (WORKFLOW_FAULT_MAX_DELAY_SECONDS)."
@@ -119,7 +120,7 @@ class ExecutionCreateSerializer(serializers.Serializer):
     )
 
     def validate_faults(self, value: dict[str, Any]) -> dict[str, Any]:
-        if not getattr(settings, "WORKFLOW_FAULT_INJECTION", False):
+        if not engine_settings.FAULT_INJECTION:
             raise serializers.ValidationError(
                 "Fault injection is off on this server (WORKFLOW_FAULT_INJECTION=1 turns it on,"
                 " for testing only)."
@@ -133,7 +134,7 @@ class ExecutionCreateSerializer(serializers.Serializer):
 
     def validate_start_at(self, value: datetime) -> datetime:
         # As far ahead as a delay node may wait (WORKFLOW_MAX_DELAY_SECONDS).
-        limit = float(getattr(settings, "WORKFLOW_MAX_DELAY_SECONDS", 366 * 86400))
+        limit = limits().max_delay_seconds
         if value - timezone.now() > timedelta(seconds=limit):
             raise serializers.ValidationError(
                 f"At most {limit:g} seconds ahead (WORKFLOW_MAX_DELAY_SECONDS)."

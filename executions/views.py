@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
@@ -25,6 +24,7 @@ from executions.serializers import (
     TaskSerializer,
 )
 from executions.services.start import execution_start
+from workflows.conf import engine_settings
 from workflows.dsl.concurrency import ConcurrencyKeyError
 from workflows.rest.fields import MAX_INT32
 from workflows.rest.openapi import CONFLICT, idempotency_header, query_parameter
@@ -105,7 +105,7 @@ class TaskDetail(APIView):
     def get(self, request: Request, execution_id, node_id: str) -> Response:
         execution = _execution(execution_id)
         task = get_object_or_404(selectors.task_list(execution=execution), node_id=node_id)
-        cap = settings.WORKFLOW_API_TASK_DETAIL_ITEMS
+        cap = engine_settings.API_TASK_DETAIL_ITEMS
         attempts, attempts_total = selectors.latest(
             selectors.attempt_list(execution=execution, node_id=node_id), "attempt", cap
         )

@@ -1,7 +1,8 @@
 from importlib import import_module
 
 from django.apps import AppConfig
-from django.conf import settings
+
+from workflows.conf import engine_settings
 
 
 class NodesConfig(AppConfig):
@@ -10,5 +11,5 @@ class NodesConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing a module runs its @workflow_function decorators.
-        for module in settings.WORKFLOW_FUNCTION_MODULES:
+        for module in engine_settings.FUNCTION_MODULES:
             import_module(module)

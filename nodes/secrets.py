@@ -24,9 +24,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from django.conf import settings
-
 from nodes.errors import NodeError
+from workflows.conf import engine_settings
 from workflows.dsl import Node
 from workflows.dsl.references import SECRET
 from workflows.dsl.templates import TemplateError, expressions, render, root_of
@@ -54,7 +53,7 @@ def with_secrets(node: Node, recorded_input: Any, context: dict[str, Any] | None
     names = secret_names(template)
     if not names:
         return recorded_input
-    configured = settings.WORKFLOW_SECRETS
+    configured = engine_settings.SECRETS
     missing = [name for name in names if name not in configured]
     if missing:
         # Only the names this node asked for: never a hint of what else is configured.
@@ -126,7 +125,7 @@ def _masks(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def masks() -> dict[str, str]:
-    return _masks(tuple(sorted(set(getattr(settings, "WORKFLOW_SECRETS", {}).values()))))
+    return _masks(tuple(sorted(set(engine_settings.SECRETS.values()))))
 
 
 def redact(value: Any) -> Any:

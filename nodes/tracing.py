@@ -7,8 +7,8 @@ parent derived from the execution id, with the execution, workflow, node and att
 attributes; a failed attempt's span has an error status. HTTP nodes send `traceparent`
 (W3C Trace Context) for their attempt's span, so the called service joins the trace.
 
-WORKFLOW_OTEL_EXPORTER=otlp (OTLP over HTTP: OTEL_EXPORTER_OTLP_ENDPOINT and the other
-standard OTEL_* variables apply) or `console` makes the workers export spans; unset, spans
+WORKFLOW_OTEL_EXPORTER = "otlp" (OTLP over HTTP: OTEL_EXPORTER_OTLP_ENDPOINT and the other
+standard OTEL_* variables apply) or "console" makes the workers export spans; unset, spans
 go to whatever tracer provider the process has (none: nothing is recorded, and
 `traceparent` still carries the execution's trace id).
 
@@ -99,14 +99,14 @@ def inject(headers: MutableMapping[str, str]) -> None:
         propagate.inject(headers)
 
 
-def configure(provider: Any = None) -> None:
-    """Use `provider` for the engine's spans; without one, set up the exporter that
-    WORKFLOW_OTEL_EXPORTER names, if any (the workers call this as they start)."""
+def configure(provider: Any = None, *, exporter: str = "") -> None:
+    """Use `provider` for the engine's spans; without one, set up `exporter` ("otlp" or
+    "console": WORKFLOW_OTEL_EXPORTER, which the workers pass as they start), if any."""
     global _provider
     if provider is not None or trace is None:
         _provider = provider
         return
-    exporter_name = os.environ.get("WORKFLOW_OTEL_EXPORTER", "").strip().lower()
+    exporter_name = exporter.strip().lower()
     if not exporter_name:
         return
     if exporter_name not in EXPORTERS:
@@ -120,10 +120,10 @@ def configure(provider: Any = None) -> None:
     if exporter_name == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        exporter: Any = OTLPSpanExporter()
+        spans: Any = OTLPSpanExporter()
     else:
-        exporter = ConsoleSpanExporter()
+        spans = ConsoleSpanExporter()
     service = os.environ.get("OTEL_SERVICE_NAME", "workflow-engine")
     sdk = TracerProvider(resource=Resource.create({"service.name": service}))
-    sdk.add_span_processor(BatchSpanProcessor(exporter))
+    sdk.add_span_processor(BatchSpanProcessor(spans))
     _provider = sdk

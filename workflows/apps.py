@@ -1,8 +1,10 @@
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import request_started
 from django.db.models.signals import post_migrate
 
 from workflows import logs
+from workflows.conf import engine_settings
 
 
 def _fresh_log_context(**_: object) -> None:
@@ -16,6 +18,12 @@ class WorkflowsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # A wrong WORKFLOW_... setting stops every process at start, not the first
+        # execution that reads it.
+        problems = engine_settings.problems()
+        if problems:
+            raise ImproperlyConfigured("; ".join(problems))
+
         from workflows.roles import roles_on_migrate
 
         # The shipped roles (groups) exist after every migrate.

@@ -7,7 +7,6 @@ import uuid
 from functools import cached_property
 from typing import Any
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.paginator import Paginator
@@ -19,6 +18,7 @@ from django.template.response import TemplateResponse
 from executions.models import Execution
 from executions.selectors import with_failed_nodes
 from executions.services.bulk import bulk_apply
+from workflows.conf import engine_settings
 
 #: Above this many rows, an unfiltered list shows PostgreSQL's row estimate as its count.
 ESTIMATE_FROM = 50_000
@@ -82,7 +82,7 @@ def bulk(
     """Confirm, then apply cancel or retry to the selected executions through the same
     service as POST /executions/bulk/<action>: each in its own transaction, and what the
     service refuses (already ended, nothing to retry) is reported as skipped."""
-    most = settings.WORKFLOW_BULK_MAX_EXECUTIONS
+    most = engine_settings.BULK_MAX_EXECUTIONS
     ids = [str(pk) for pk in queryset.order_by().values_list("pk", flat=True)[: most + 1]]
     if len(ids) > most:
         model_admin.message_user(

@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -32,11 +31,12 @@ from executions.services.capacity import in_flight_cap, pool_admits, pool_of
 from executions.services.recorded import recordable
 from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
+from workflows.conf import engine_settings
 from workflows.dsl import Node
 
 
 def lease_seconds_for(node: Node) -> float:
-    return float(node.heartbeat_timeout_seconds or settings.WORKFLOW_DEFAULT_LEASE_SECONDS)
+    return float(node.heartbeat_timeout_seconds or engine_settings.DEFAULT_LEASE_SECONDS)
 
 
 def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
@@ -315,7 +315,7 @@ def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
     first, and the attempt held for it is published by the commit's top-up (a chain ran
     past a priority-9 start for up to 100 hops)."""
     now = work.now
-    default = settings.WORKFLOW_DEFAULT_LEASE_SECONDS
+    default = engine_settings.DEFAULT_LEASE_SECONDS
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         cursor.execute(

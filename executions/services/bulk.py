@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from executions.engine.events import Source
@@ -15,6 +14,7 @@ from executions.filters import ExecutionFilter
 from executions.models import Execution
 from executions.services import control
 from executions.services.containment import TRANSIENT, contain
+from workflows.conf import engine_settings
 
 ACTIONS: dict[str, Callable[..., Execution]] = {
     "cancel": control.execution_cancel,
@@ -42,7 +42,7 @@ def bulk_apply(
         raise ValueError(f"unknown bulk action {action!r}; one of {sorted(ACTIONS)}")
     if (ids is None) == (filter is None):
         raise ValidationError("give either ids or filter, not both and not neither")
-    limit = settings.WORKFLOW_BULK_MAX_EXECUTIONS
+    limit = engine_settings.BULK_MAX_EXECUTIONS
     if ids is not None:
         targets, skipped = _by_ids(ids, limit)
     else:

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
@@ -33,6 +32,7 @@ from executions.definitions import definition_for
 from executions.engine.capacity import Waiting, pool_room, release
 from executions.engine.statuses import ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution
+from workflows.conf import engine_settings
 from workflows.models import Pool
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def pool_of(column: object) -> str | None:
 
 
 def in_flight_cap() -> int:
-    return settings.WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
+    return engine_settings.MAX_IN_FLIGHT_PER_EXECUTION
 
 
 # The in-flight cap: room(cap, unclaimed) of the pure core, counted and released in one

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
@@ -26,6 +25,7 @@ from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.advance import record_and_advance
 from executions.services.attempts import Claimed, attempt_complete, attempt_fail, attempt_park
 from executions.services.start import execution_start
+from workflows.conf import engine_settings
 from workflows.kinds.base import spec_of
 from workflows.kinds.workflow import WorkflowSpec
 
@@ -62,7 +62,7 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
         _refuse(claimed, worker_id, "UnknownWorkflow", message)
         return
     parent = Execution.objects.get(pk=claimed.execution_id)
-    limit = settings.WORKFLOW_MAX_DEPTH
+    limit = engine_settings.MAX_DEPTH
     if parent.depth + 1 > limit:
         message = (
             f"node '{node.id}': starting workflow '{spec.workflow}' would nest sub-workflows "

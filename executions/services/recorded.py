@@ -23,17 +23,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
-
 from executions.engine.events import EventType
 from nodes.secrets import redact
+from workflows.conf import engine_settings
 
 #: Characters of an oversized error's message that are kept.
 MESSAGE_CHARS = 2000
 
 
 def _max_bytes() -> int:
-    return int(getattr(settings, "WORKFLOW_MAX_RECORDED_BYTES", 2 * 1024 * 1024))
+    return engine_settings.MAX_RECORDED_BYTES
 
 
 def non_finite_path(value: Any, path: str = "") -> str | None:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import (
     Count,
@@ -45,6 +44,7 @@ from executions.services.capacity import in_flight_cap, pool_dispatch, top_up
 from executions.services.children import children_pending_notice, parent_notify
 from executions.services.containment import TRANSIENT, backoff, boundary
 from executions.services.timers import timer_fire
+from workflows.conf import engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
     lost its message: a peer of its execution on the same queue (same priority, FIFO),
     released after its last publish, has been claimed from the broker (`_overtaken`).
     """
-    every = timedelta(seconds=settings.WORKFLOW_REPUBLISH_AFTER_SECONDS)
+    every = timedelta(seconds=engine_settings.REPUBLISH_AFTER_SECONDS)
     cutoff = now - every
     # Rows from before released_at existed were released when scheduled.
     released = Coalesce(F("released_at"), F("scheduled_at"))
@@ -171,7 +171,7 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
     node_type = Task.objects.filter(
         execution=OuterRef("execution"), node_id=OuterRef("node_id")
     ).values("type")[:1]
-    grace = min(every, timedelta(seconds=max(settings.WORKFLOW_SWEEP_INTERVAL, 1.0)))
+    grace = min(every, timedelta(seconds=max(engine_settings.SWEEP_INTERVAL, 1.0)))
     stale = (
         Attempt.objects.filter(status=AttemptStatus.SCHEDULED, published_at__lt=now - grace)
         .exclude(execution_id__in=skip)
@@ -218,7 +218,7 @@ def _overtaken(claimed_by: datetime) -> Exists:
         released_at__gt=OuterRef("published_at"),
         claimed_at__lte=claimed_by,
     )
-    if settings.WORKFLOW_NODE_QUEUES:
+    if engine_settings.NODE_QUEUES:
         peer_type = Task.objects.filter(
             execution=OuterRef("execution"), node_id=OuterRef("node_id")
         ).values("type")[:1]

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from celery import shared_task
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from executions import inbox
@@ -38,6 +37,7 @@ from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.tasks import execute
 from workflows import logs
+from workflows.conf import engine_settings
 from workflows.kinds import get_kind
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def run_task(attempt_id: int) -> None:
                 break  # a duplicate delivery, a cancelled or timed-out attempt, or no next
             # The last one claims nothing: what it claimed would wait for its lease to end.
             # With per-type queues, every attempt goes through its own queue's workers.
-            eager = done < EAGER_LIMIT and not settings.WORKFLOW_NODE_QUEUES
+            eager = done < EAGER_LIMIT and not engine_settings.NODE_QUEUES
             claimed = run_claimed(claimed, worker, claim_next=eager)
         if execution_id is not None:
             # An eager unit left its look to this worker's next one, which may not have

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
 from nodes.context import NodeContext
+from workflows.conf import engine_settings
 from workflows.dsl import Node
 from workflows.kinds.base import spec_of
 from workflows.kinds.function import FunctionSpec
@@ -28,6 +27,6 @@ def http(node: Node, payload: Any, ctx: NodeContext) -> Any:
         payload,
         ctx,
         success_status=spec_of(node, HttpSpec).success_status,
-        allowed_hosts=settings.WORKFLOW_HTTP_ALLOWED_HOSTS,
+        allowed_hosts=engine_settings.HTTP_ALLOWED_HOSTS,
         timeout=node.timeout_seconds,
     )

@@ -56,7 +56,7 @@ def test_the_worker_probe_names_a_worker_that_does_not_answer() -> None:
 
 
 def test_the_beat_probe_reads_the_age_of_beats_heartbeat(settings, tmp_path: Path) -> None:
-    settings.VAR_DIR = tmp_path
+    settings.WORKFLOW_VAR_DIR = tmp_path
     assert "no heartbeat" in (probe_beat() or "")
     heartbeat_path().touch()
     assert probe_beat(max_age=30) is None

@@ -114,13 +114,13 @@ def prepare(database: str, broker: str, run_dir: Path) -> dict[str, str]:
     django.setup()
     import logging
 
-    from django.conf import settings
+    from workflows.conf import engine_settings
 
     # A publish refused while Redis restarts, and a request failing while PostgreSQL does,
     # are expected here: the sweeper republishes, the client repeats (counted in the report).
     logging.getLogger("executions.messages").setLevel(logging.ERROR)
     logging.getLogger("django.request").setLevel(logging.CRITICAL)
-    modules = [*settings.WORKFLOW_FUNCTION_MODULES, "tests.chaos.functions"]
+    modules = [*engine_settings.FUNCTION_MODULES, "tests.chaos.functions"]
     env["WORKFLOW_FUNCTION_MODULES"] = ",".join(modules)
     import tests.chaos.functions  # noqa: F401  (the API validates the DAG's functions)
 

@@ -30,6 +30,7 @@ from executions.services.why import why_node
 from tests.factories import start
 from tests.integration.engine import Engine
 from tests.waiting import eventually
+from workflows.conf import engine_settings
 from workflows.models import Pool
 
 pytestmark = pytest.mark.integration
@@ -231,7 +232,7 @@ def test_a_wide_map_spends_few_messages_per_attempt_and_leaves_none_queued(
     assert len(ids) == width
     assert left == 0, f"{left} run_task messages still queued when the execution ended"
     # The in-flight cap: never more of its attempts in the broker unclaimed.
-    assert peak_unclaimed <= settings.WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
+    assert peak_unclaimed <= engine_settings.MAX_IN_FLIGHT_PER_EXECUTION
 
     def sent_with_every_taken() -> list[str]:
         """The task-sent events, once one has come in for every message a worker took:

@@ -4,11 +4,12 @@ lazy ones and TYPE_CHECKING ones included, so a cycle cannot hide in a local imp
 The units are the Django apps, except the pure core (executions.engine; workflows.dsl with
 the node kinds of workflows.kinds, one vocabulary): they import no Django
 (test_engine__purity.py) and are libraries every app may use, so they count as units of
-their own. workflows.api (the Python API) and workflows.urls (every route, for the host's
-URLconf) are entry points, like views: units of their own that may use every app and that
-no app imports. The direction, pinned below: executions uses workflows and nodes (the
-worker runtime runs the executors), nodes uses neither executions nor the workflows app.
-No module of the three imports `config`, the standalone project that is no part of them.
+their own, as does workflows.conf (the engine's settings, which every app reads).
+workflows.api (the Python API) and workflows.urls (every route, for the host's URLconf) are
+entry points, like views: units of their own that may use every app and that no app
+imports. The direction, pinned below: executions uses workflows and nodes (the worker
+runtime runs the executors), nodes uses neither executions nor the workflows app. No module
+of the three imports `config`, the standalone project that is no part of them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ CORE = {
     "executions.engine": "executions.engine",
     "workflows.dsl": "workflows.dsl",
     "workflows.kinds": "workflows.dsl",
+    # The engine's settings (Django's settings and their defaults): every app reads them,
+    # the executors too, and they import no app.
+    "workflows.conf": "workflows.conf",
     # Entry points of the workflows app for the host's code: the Python API (which starts
     # executions), the AppConfig that loads it, and the URLconf of every route. They may
     # use every app; nothing of an app may import them.
@@ -141,6 +145,12 @@ def test_no_app_imports_the_standalone_project() -> None:
         if any(name == STANDALONE or name.startswith(f"{STANDALONE}.") for name in names)
     )
     assert importers == []
+
+
+def test_the_settings_import_no_app() -> None:
+    """Every app reads its settings through workflows.conf: it may use the pure core only."""
+    graph = dependencies()
+    assert set(graph["workflows.conf"]) <= {"workflows.dsl"}, graph["workflows.conf"]
 
 
 def test_nothing_imports_the_entry_points() -> None:

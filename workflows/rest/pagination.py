@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
+from workflows.conf import engine_settings
 from workflows.rest.fields import MAX_INT32
 from workflows.rest.parsers import query_int
 
@@ -23,7 +23,7 @@ class Page(LimitOffsetPagination):
     """/workflows, /executions, /schedules, a workflow's versions."""
 
     default_limit = 50
-    max_limit: int = getattr(settings, "WORKFLOW_API_MAX_PAGE_SIZE", 500)
+    max_limit: int = engine_settings.API_MAX_PAGE_SIZE
     max_offset = MAX_INT32
 
     def get_limit(self, request: Request) -> int:
@@ -57,7 +57,7 @@ class LogPage(Page):
     """An execution's tasks and events: larger pages, still capped."""
 
     default_limit = 500
-    max_limit: int = getattr(settings, "WORKFLOW_API_MAX_LOG_PAGE_SIZE", 5000)
+    max_limit: int = engine_settings.API_MAX_LOG_PAGE_SIZE
 
 
 class CountlessPage(Page):

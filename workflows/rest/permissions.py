@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from rest_framework.permissions import BasePermission
+
+from workflows.conf import engine_settings
 
 if TYPE_CHECKING:  # rest_framework.views imports this module through its settings
     from rest_framework.request import Request
@@ -95,7 +96,7 @@ class RoutePermission(BasePermission):
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         route = request.resolver_match.url_name if request.resolver_match else None
-        if route in PUBLIC or (route == "metrics" and settings.WORKFLOW_METRICS_PUBLIC):
+        if route in PUBLIC or (route == "metrics" and engine_settings.METRICS_PUBLIC):
             return True
         if not (request.user and request.user.is_authenticated):
             return False
