@@ -11,6 +11,8 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
+from workflows.celery import QUEUES as ENGINE_QUEUES
+from workflows.celery import as_django_settings, recommended_settings
 from workflows.conf import from_environment
 from workflows.logs import logging_config
 
@@ -161,10 +163,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery -----------------------------------------------------------------
-_BROKER_DIR = VAR_DIR / "broker"
-# "workflowfs" is kombu's filesystem transport with atomic writes (executions/broker.py).
+# The engine's recommended settings (workflows/celery.py); its tasks carry their own
+# options and queues, so nothing else of the engine's is configured here.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "workflowfs://")
+globals().update(as_django_settings(recommended_settings(CELERY_BROKER_URL)))
+_BROKER_DIR = VAR_DIR / "broker"
 if CELERY_BROKER_URL.startswith(("filesystem://", "workflowfs://")):
+    # "workflowfs" is kombu's filesystem transport with atomic writes (executions/broker.py).
     import executions.broker  # noqa: F401  (registers the transport alias)
 
     for sub in ("queue", "processed", "control"):
@@ -177,41 +182,21 @@ if CELERY_BROKER_URL.startswith(("filesystem://", "workflowfs://")):
         "store_processed": False,
         "polling_interval": 0.05,
     }
-else:
-    # One list per priority level, 0 to 9 (kombu's default merges them into four): run_task
-    # messages carry an execution's priority, and kombu's Redis transport serves a queue's
-    # LOWER numbers first (executions/messages.broker_priority maps ours onto it).
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": 3600,
-        "priority_steps": list(range(10)),
-    }
-CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
-CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Celery's Django fixup closes every database connection before and after each task unless
 # told to reuse them: a new PostgreSQL connection (and backend process) per attempt, about a
-# tenth of a worker's time on a map of no-ops. Reused here; config/celery.py closes them
-# when Django would after a request (CONN_MAX_AGE, failed health check, errors); the fixup
-# still closes them every 2 x this many tasks.
+# tenth of a worker's time on a map of no-ops. Reused here; the engine's worker hooks close
+# them when Django would after a request (CONN_MAX_AGE, failed health check, errors); the
+# fixup still closes them every 2 x this many tasks.
 CELERY_DB_REUSE_MAX = 1000
 # Task events, so Flower and `celery events` see every task (README: Telemetry). Each
 # task then sends a few small event messages; WORKFLOW_CELERY_EVENTS=0 turns them off.
 CELERY_WORKER_SEND_TASK_EVENTS = _flag("WORKFLOW_CELERY_EVENTS", default=True)
 CELERY_TASK_SEND_SENT_EVENT = CELERY_WORKER_SEND_TASK_EVENTS
-CELERY_TASK_DEFAULT_QUEUE = "orchestrator"
-# Declared so that a plain `celery -A config worker` consumes both queues.
-CELERY_TASK_QUEUES = (Queue("orchestrator"), Queue("nodes"))
-CELERY_TASK_ROUTES = {
-    "executions.tasks.*": {"queue": "orchestrator"},
-    "nodes.tasks.*": {"queue": "nodes"},
-    "executions.schedules.tasks.*": {"queue": "orchestrator"},
-}
+# Declared so that a plain `celery -A config worker` consumes the engine's queues.
+CELERY_TASK_QUEUES = tuple(Queue(name) for name in ("celery", *ENGINE_QUEUES))
 # django-celery-beat's own DatabaseScheduler, as a host project runs it: the engine adds
 # its sweeper to it at beat start and restores the entry whenever the table loses it
 # (executions/beat.py). Nothing else to configure.

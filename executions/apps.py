@@ -12,5 +12,9 @@ class ExecutionsConfig(AppConfig):
         # the settings once, in every process (web, worker, beat, tests).
         configure_limits()
 
-        # Connects beat_init: beat's scheduler keeps the sweeper (executions/beat.py).
+        # Imported once the models are: beat_init makes beat's scheduler keep the sweeper
+        # (beat.py), and the worker signals set up what every worker needs (hooks.py).
         from executions import beat  # noqa: F401
+        from executions.worker import hooks
+
+        hooks.connect()

@@ -31,6 +31,7 @@ from celery.signals import beat_init
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
+from workflows.celery import ORCHESTRATOR_QUEUE
 from workflows.conf import engine_settings
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,8 @@ def engine_entries() -> dict[str, dict[str, Any]]:
             "schedule": timedelta(seconds=interval),
             # A sweep beat could not hand over in time is dropped, not queued up behind
             # others: the next one does the same work.
-            "options": {"expire_seconds": max(interval * 5, 5)},
+            # Its queue given, as every engine message's: beat may not know the task.
+            "options": {"expire_seconds": max(interval * 5, 5), "queue": ORCHESTRATOR_QUEUE},
             "enabled": True,
             "one_off": False,
             "start_time": None,
@@ -87,6 +89,7 @@ def _as_defined(model: PeriodicTask, fields: dict[str, Any]) -> bool:
         and model.start_time is None
         and model.expires is None
         and model.expire_seconds == fields["options"]["expire_seconds"]
+        and model.queue == fields["options"]["queue"]
         and model.args in ("[]", "", None)
         and model.kwargs in ("{}", "", None)
     )

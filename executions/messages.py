@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from django.db import transaction
 
+from workflows.celery import NODES_QUEUE
 from workflows.conf import engine_settings
 
 log = logging.getLogger(__name__)
@@ -38,15 +39,16 @@ def workflow_name(workflow_id: int) -> str:
     return WorkflowDefinition.objects.values_list("name", flat=True).get(pk=workflow_id)
 
 
-def node_queue(node_type: str) -> str | None:
-    """The queue WORKFLOW_NODE_QUEUES gives this node type (None: the `nodes` queue)."""
-    return engine_settings.NODE_QUEUES.get(node_type)
+def node_queue(node_type: str) -> str:
+    """The queue WORKFLOW_NODE_QUEUES gives this node type, else the `nodes` queue."""
+    return engine_settings.NODE_QUEUES.get(node_type, NODES_QUEUE)
 
 
 def broker_priority(priority: int) -> int:
     """An execution's priority (0 to 9, 9 first) as the message priority of kombu's Redis
-    transport, which serves its LOWER numbers first (0 to 9: config/settings.py gives it
-    one list per level). The embedded file broker has no priorities and ignores it."""
+    transport, which serves its LOWER numbers first (0 to 9, one list per level with the
+    settings of workflows.celery.recommended_settings). The embedded file broker has no
+    priorities and ignores it."""
     return 9 - max(0, min(9, priority))
 
 
@@ -77,10 +79,10 @@ def publish_attempt(
     broker connection (publish_attempts), else one is taken from the pool for this."""
     from executions.worker.runtime import run_task
 
-    options: dict[str, Any] = {"priority": broker_priority(priority)}
-    queue = node_queue(node_type)
-    if queue is not None:  # else CELERY_TASK_ROUTES: the nodes queue
-        options["queue"] = queue
+    options: dict[str, Any] = {
+        "priority": broker_priority(priority),
+        "queue": node_queue(node_type),
+    }
     if producer is not None:
         options["producer"] = producer
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 from uuid import UUID
 
-from celery import shared_task
-
 from executions.engine.events import Source
 
 # Celery's autodiscovery imports an app's tasks module: the schedules' tasks come with it.
@@ -18,6 +16,7 @@ from executions.services.containment import boundary, execution_of_timer
 from executions.services.sweep import sweep as run_sweep
 from executions.services.timers import timer_fire
 from executions.worker.runtime import run_task
+from workflows.celery import ORCHESTRATOR_QUEUE, engine_task
 
 #: The node task lives with the worker runtime; imported here so Celery's autodiscovery,
 #: which reads each app's tasks module, registers it.
@@ -28,7 +27,7 @@ def _for(execution_id: str, where: str) -> contextlib.AbstractContextManager[Non
     return boundary(where, lambda: execution_id, source=Source.WORKER, reraise_transient=True)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@engine_task(queue=ORCHESTRATOR_QUEUE)
 def fire_timer(timer_id: int) -> None:
     with boundary(
         "timer", execution_of_timer(timer_id), source=Source.TIMER, reraise_transient=True
@@ -36,12 +35,14 @@ def fire_timer(timer_id: int) -> None:
         timer_fire(timer_id=timer_id)
 
 
-@shared_task(ignore_result=True)
+# Acknowledged as it starts: a sweep lost with its worker is the next sweep's to do,
+# never one to deliver again late.
+@engine_task(queue=ORCHESTRATOR_QUEUE, acks_late=False, reject_on_worker_lost=False)
 def sweep() -> dict[str, int]:
     return vars(run_sweep())
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@engine_task(queue=ORCHESTRATOR_QUEUE)
 def notify_parent(child_id: str) -> None:
     from executions.models import Execution
     from executions.services.children import parent_notify
@@ -55,7 +56,7 @@ def notify_parent(child_id: str) -> None:
         parent_notify(child_id=child_id)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@engine_task(queue=ORCHESTRATOR_QUEUE)
 def admit(workflow_id: int, key: str) -> None:
     from executions.services.admission import admit as admit_key
 
@@ -65,7 +66,7 @@ def admit(workflow_id: int, key: str) -> None:
         admit_key(workflow_id=workflow_id, key=key)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@engine_task(queue=ORCHESTRATOR_QUEUE)
 def cancel_execution(execution_id: str) -> None:
     from executions.services.control import NotAllowed, execution_cancel
 

@@ -36,6 +36,7 @@ from executions.schedules.selectors import schedule_get
 from executions.services import admission
 from executions.services.control import NotAllowed, execution_cancel
 from executions.services.start import execution_start
+from workflows.celery import ORCHESTRATOR_QUEUE
 from workflows.models import WorkflowDefinition
 from workflows.selectors import version_resolve
 from workflows.services import version_pinned
@@ -87,6 +88,8 @@ def schedule_create(
         task = PeriodicTask.objects.create(
             name=f"workflow-schedule:{schedule_id}",
             task=RUN_TASK,
+            # Beat sends it by name: with its queue, whether or not beat knows the task.
+            queue=ORCHESTRATOR_QUEUE,
             crontab=crontab,
             args=json.dumps([str(schedule_id)]),
             enabled=enabled,

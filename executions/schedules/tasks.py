@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from celery import shared_task
-
 from executions.engine.events import Source
 from executions.schedules.services import schedule_release, schedule_run
 from executions.services.containment import boundary
+from workflows.celery import ORCHESTRATOR_QUEUE, engine_task
 
 
 # acks_late + reject_on_worker_lost: a tick whose worker died is redelivered, and the
 # idempotency key makes the redelivery start nothing new if the first run got through.
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@engine_task(queue=ORCHESTRATOR_QUEUE)
 def run_schedule(schedule_id: str) -> str | None:
     # A fault boundary: what one schedule's fire raises is logged with its id and stops
     # there (an execution that started and broke is ended inside execution_start).
@@ -21,10 +20,10 @@ def run_schedule(schedule_id: str) -> str | None:
     return None
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@engine_task(queue=ORCHESTRATOR_QUEUE)
 def release_schedule(schedule_id: str) -> str | None:
     """An execution the schedule started ended: its buffered fire (overlap buffer_one) may
-    start. Sent by name from executions.effects (executions does not import schedules)."""
+    start."""
     with boundary(f"schedule {schedule_id}", lambda: None, source=Source.API):
         execution = schedule_release(schedule_id=schedule_id)
         return str(execution.pk) if execution is not None else None

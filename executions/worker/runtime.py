@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from celery import shared_task
 from django.db import InterfaceError, OperationalError, connection
 
 from executions import inbox
@@ -37,6 +36,7 @@ from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
 from nodes.tasks import execute
 from workflows import logs
+from workflows.celery import NODES_QUEUE, engine_task
 from workflows.conf import engine_settings
 from workflows.kinds import get_kind
 
@@ -73,11 +73,8 @@ def stall_grace_seconds(progress_seconds: float) -> float:
 EAGER_LIMIT = 100
 
 
-# Named as it was when it lived in nodes/tasks.py: messages already queued carry that name,
-# and CELERY_TASK_ROUTES sends "nodes.tasks.*" to the nodes queue.
-@shared_task(
-    name="nodes.tasks.run_task", acks_late=True, reject_on_worker_lost=True, ignore_result=True
-)
+# Named as it was when it lived in nodes/tasks.py: messages already queued carry that name.
+@engine_task(queue=NODES_QUEUE, name="nodes.tasks.run_task")
 def run_task(attempt_id: int) -> None:
     """Run the attempt, then (eager dispatch) the execution's next held attempt, which the
     success's own transaction claimed for this worker: no broker round trip, no second

@@ -1,0 +1,9 @@
+"""The host's URLconf: its own routes, and the engine's under a prefix of its choosing."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("engine/", include("workflows.urls")),
+]
