@@ -207,7 +207,6 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # described); here the environment variable of the same name sets it, and
 # WORKFLOW_SECRET_<NAME> sets the secret {{ secrets.NAME }}.
 WORKFLOW_VAR_DIR = VAR_DIR
-WORKFLOW_FUNCTION_MODULES = ["nodes.std", "config.demo.workflow_functions"]
 globals().update(from_environment(os.environ))
 
 # --- Trust: safe defaults ------------------------------------------------------

@@ -1,8 +1,8 @@
 """The registry of workflow functions: ``fn(input, ctx) -> JSON output``.
 
-Projects register functions with :func:`workflow_function`; the modules listed in
-``settings.WORKFLOW_FUNCTION_MODULES`` are imported at start-up so that their
-decorators run.
+Projects register functions with :func:`workflow_function`. At start-up (nodes/apps.py)
+``nodes.std``, every installed app's ``workflow_functions`` module and the modules listed in
+``WORKFLOW_FUNCTION_MODULES`` are imported so that their decorators run.
 """
 
 from __future__ import annotations

@@ -11,3 +11,12 @@ import secrets
 os.environ.setdefault("SECRET_KEY", f"tests-only-{secrets.token_urlsafe(40)}")
 
 from config.settings import *  # noqa: F403
+
+# The tests' own workflow functions, registered in the test process and in the workers the
+# integration tests start (they run with these settings too), on top of what the
+# environment lists.
+WORKFLOW_FUNCTION_MODULES = [
+    *globals().get("WORKFLOW_FUNCTION_MODULES", []),
+    "tests.fault_functions",
+    "tests.stuck_functions",
+]

@@ -284,9 +284,7 @@ def only_worker(live: Engine, **env: str) -> Iterator[Path]:
 
 
 def test_an_attempt_past_its_hard_limit_fails_and_its_worker_slot_is_reclaimed(live) -> None:
-    modules = "nodes.std,config.demo.workflow_functions,tests.stuck_functions"
-    env = {"WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS": "2", "WORKFLOW_FUNCTION_MODULES": modules}
-    with only_worker(live, **env) as log:
+    with only_worker(live, WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS="2") as log:
         # Two stuck attempts take both pool processes: only replaced processes can run more.
         stuck = [
             start({"nodes": [{"id": "stuck", "type": "function", "function": "test.stuck"}]})

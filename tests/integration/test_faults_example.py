@@ -24,7 +24,6 @@ from executions.engine.faults import CRASH_AFTER_EFFECT, draw
 from executions.models import Event
 from tests import fault_functions  # noqa: F401  (registers test.ledger_charge here too)
 from tests.integration.engine import Engine, assert_replayable
-from tests.integration.test_containment_bounds import only_worker
 
 CHARGE = {
     "nodes": [
@@ -51,15 +50,14 @@ def crashing_first(probability: float) -> int:
 
 @contextmanager
 def faulty_server(live: Engine, settings) -> Iterator[APIClient]:
-    """The API with fault injection on, and a worker that knows test.ledger_charge."""
+    """The API with fault injection on (the workers know test.ledger_charge: the test
+    settings register tests.fault_functions)."""
     settings.WORKFLOW_FAULT_INJECTION = True
-    modules = "nodes.std,config.demo.workflow_functions,tests.fault_functions"
-    with only_worker(live, WORKFLOW_FUNCTION_MODULES=modules):
-        name = f"faults-{uuid.uuid4().hex[:8]}"
-        user = get_user_model().objects.create_superuser(name, f"{name}@example.com", "pw")
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-        yield client
+    name = f"faults-{uuid.uuid4().hex[:8]}"
+    user = get_user_model().objects.create_superuser(name, f"{name}@example.com", "pw")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    yield client
 
 
 def test_the_charge_happens_once_per_idempotency_key(live: Engine, settings, tmp_path) -> None:

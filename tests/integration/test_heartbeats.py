@@ -11,8 +11,6 @@ from tests.factories import events, start
 from tests.integration.test_containment_bounds import only_worker
 from tests.waiting import eventually
 
-MODULES = "nodes.std,config.demo.workflow_functions,tests.stuck_functions"
-
 
 def node(function: str, **extra) -> dict:
     return {
@@ -30,7 +28,7 @@ def node(function: str, **extra) -> dict:
 
 
 def test_a_function_that_stops_heartbeating_times_out_and_frees_its_slot(live) -> None:
-    with only_worker(live, WORKFLOW_FUNCTION_MODULES=MODULES) as log:
+    with only_worker(live) as log:
         # Alive and heartbeating for 3 s, past its 1 s heartbeat timeout: it succeeds.
         steady = start(node("test.progresses"))
         # Two stalls take both pool processes: only freed slots can run more work.
