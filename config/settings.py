@@ -122,46 +122,6 @@ STORAGES = {
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("WORKFLOW_MAX_BODY_BYTES", 1024 * 1024))
 
-REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [
-        # Token first: its WWW-Authenticate header turns anonymous requests into 401.
-        "workflows.rest.auth.TokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
-    ],
-    # Each route and method needs the Django permission workflows/rest/permissions.py maps it to.
-    "DEFAULT_PERMISSION_CLASSES": ["workflows.rest.permissions.RoutePermission"],
-    # Every list is paginated, its page size capped (workflows/rest/pagination.py).
-    "DEFAULT_PAGINATION_CLASS": "workflows.rest.pagination.Page",
-    "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "workflows.rest.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "workflows.rest.errors.exception_handler",
-    # JSON only: a form or multipart body is a 415 (multipart file parts would otherwise
-    # be streamed past DATA_UPLOAD_MAX_MEMORY_SIZE).
-    "DEFAULT_PARSER_CLASSES": ["workflows.rest.parsers.StrictJSONParser"],
-}
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Workflow engine API",
-    "DESCRIPTION": "Versioned DAG workflows on Celery; the event log is the source of truth.",
-    "VERSION": "0.1.0",
-    # Every route is served with and without a trailing slash; document it once.
-    "PREPROCESSING_HOOKS": ["workflows.rest.openapi.drop_trailing_slash_duplicates"],
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "workflows.rest.openapi.add_definition_components",
-    ],
-    # Request and response components apart: a 400 for a read-only field is not implied.
-    "COMPONENT_SPLIT_REQUEST": True,
-    # Three models have a "status": name each enum after its own.
-    "ENUM_NAME_OVERRIDES": {
-        "ExecutionStatusEnum": "workflows.rest.openapi.execution_statuses",
-        "TaskStatusEnum": "workflows.rest.openapi.task_statuses",
-        "AttemptStatusEnum": "executions.models.AttemptStatus",
-    },
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-}
-
 # --- Celery -----------------------------------------------------------------
 # The engine's recommended settings (workflows/celery.py); its tasks carry their own
 # options and queues, so nothing else of the engine's is configured here.

@@ -7,12 +7,10 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from executions import store
 from executions.engine.statuses import ExecutionStatus, values
@@ -28,8 +26,9 @@ from workflows.rest.fields import (
     StrictIntegerField,
     StrictUUIDField,
 )
-from workflows.rest.openapi import CONFLICT, idempotency_header, query_parameter
+from workflows.rest.openapi import CONFLICT, extend_schema, idempotency_header, query_parameter
 from workflows.rest.parsers import idempotency_key, query_int
+from workflows.rest.views import EngineView
 
 RETRY_KEY = idempotency_header(
     "Repeating a retry with the same key answers as the accepted one did (202) and retries "
@@ -103,7 +102,7 @@ class ReplayReportSerializer(serializers.Serializer):
     )
 
 
-class _ControlView(APIView):
+class _ControlView(EngineView):
     """The services' refusals (NotAllowed: 409, UnknownNode: 404) are mapped to responses
     once, in workflows.rest.errors."""
 
@@ -367,7 +366,7 @@ def _bulk_request_schema() -> dict[str, Any]:
     }
 
 
-class BulkView(APIView):
+class BulkView(EngineView):
     """cancel or retry, for many executions: each through its own service and transaction."""
 
     action = "cancel"

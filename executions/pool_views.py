@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import generics, serializers, status
+from drf_spectacular.utils import extend_schema_view
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,7 +14,8 @@ from executions.services.pools import PoolNameTaken, pool_create, pool_update, p
 from workflows.models import Pool, slug_validator
 from workflows.rest.detail import Detail
 from workflows.rest.fields import MAX_INT32, StrictCharField, StrictIntegerField
-from workflows.rest.openapi import CONFLICT
+from workflows.rest.openapi import CONFLICT, extend_schema
+from workflows.rest.views import EngineListView
 
 SLOTS_HELP = "Attempts of nodes naming this pool that may run at once, across all executions."
 
@@ -66,7 +67,7 @@ def _pool(name: str) -> Pool:
     return pool
 
 
-class PoolListCreate(generics.ListAPIView):
+class PoolListCreate(EngineListView):
     serializer_class = PoolSerializer
 
     def get_queryset(self):

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema
-from rest_framework import generics, status
+from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from executions import selectors
 from executions.filters import ExecutionFilter
@@ -27,9 +25,10 @@ from executions.services.start import execution_start
 from workflows.conf import engine_settings
 from workflows.dsl.concurrency import ConcurrencyKeyError
 from workflows.rest.fields import MAX_INT32
-from workflows.rest.openapi import CONFLICT, idempotency_header, query_parameter
+from workflows.rest.openapi import CONFLICT, extend_schema, idempotency_header, query_parameter
 from workflows.rest.pagination import CountlessPage, LogPage, SeqPage
 from workflows.rest.parsers import idempotency_key, query_int, query_text
+from workflows.rest.views import EngineListView, EngineRetrieveView, EngineView
 
 IDEMPOTENCY_KEY = idempotency_header(
     "Repeating a request with the same key returns the execution the first one created "
@@ -37,7 +36,7 @@ IDEMPOTENCY_KEY = idempotency_header(
 )
 
 
-class ExecutionListCreate(generics.ListAPIView):
+class ExecutionListCreate(EngineListView):
     """Newest first; filtered by executions.filters.ExecutionFilter (documented in /schema
     from its fields)."""
 
@@ -79,7 +78,7 @@ class ExecutionListCreate(generics.ListAPIView):
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
 
 
-class ExecutionDetail(generics.RetrieveAPIView):
+class ExecutionDetail(EngineRetrieveView):
     serializer_class = ExecutionSerializer
     lookup_url_kwarg = "execution_id"
     queryset = Execution.objects.select_related("workflow", "version")
@@ -89,7 +88,7 @@ def _execution(execution_id) -> Execution:
     return get_object_or_404(Execution, pk=execution_id)
 
 
-class TaskList(generics.ListAPIView):
+class TaskList(EngineListView):
     serializer_class = TaskSerializer
     pagination_class = LogPage
 
@@ -97,7 +96,7 @@ class TaskList(generics.ListAPIView):
         return selectors.task_list(execution=_execution(self.kwargs["execution_id"]))
 
 
-class TaskDetail(APIView):
+class TaskDetail(EngineView):
     """One node with its latest attempts and events, each capped at
     WORKFLOW_API_TASK_DETAIL_ITEMS; the whole log is at events?node_id=<node_id>."""
 
@@ -124,7 +123,7 @@ class TaskDetail(APIView):
 MAX_WAIT_SECONDS = 30
 
 
-class EventList(generics.ListAPIView):
+class EventList(EngineListView):
     """The log by seq, in keyset pages (`next` carries after_seq); with ?wait=S a long
     poll: answers as soon as an event after after_seq exists, or after S seconds with an
     empty page."""

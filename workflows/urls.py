@@ -7,28 +7,23 @@ name without its namespace (workflows.rest.permissions).
 
 from __future__ import annotations
 
-from drf_spectacular.views import (
-    SpectacularAPIView,
-    SpectacularRedocView,
-    SpectacularSwaggerView,
-)
-
 from executions import urls as executions_urls
 from executions.metrics import urls as metrics_urls
 from executions.schedules import urls as schedules_urls
 from executions.triggers import urls as triggers_urls
 from workflows import views
 from workflows.rest.routes import both
+from workflows.rest.schema import RedocView, SchemaView, SwaggerView
 
 app_name = "workflows"
 
 SCHEMA = f"{app_name}:schema"
 # Redoc with nothing loaded from another host (workflows/templates/workflows/redoc.html).
-redoc = SpectacularRedocView.as_view(url_name=SCHEMA, template_name="workflows/redoc.html")
+redoc = RedocView.as_view(url_name=SCHEMA, template_name="workflows/redoc.html")
 
 urlpatterns = [
-    *both("schema", SpectacularAPIView.as_view(), "schema"),
-    *both("docs", SpectacularSwaggerView.as_view(url_name=SCHEMA), "docs"),
+    *both("schema", SchemaView.as_view(), "schema"),
+    *both("docs", SwaggerView.as_view(url_name=SCHEMA), "docs"),
     *both("redoc", redoc, "redoc"),
     *both("workflows", views.WorkflowListCreate.as_view(), "workflow-list"),
     *both("workflows/<str:workflow_id>", views.WorkflowDetail.as_view(), "workflow-detail"),

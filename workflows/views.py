@@ -4,14 +4,15 @@ selector call. Definitions are validated by the service; its DefinitionError bec
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import generics, status
+from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from workflows import selectors
 from workflows.models import WorkflowDefinition
+from workflows.rest.openapi import extend_schema
+from workflows.rest.views import EngineGenericView, EngineListView
 from workflows.serializers import (
     WorkflowCreateSerializer,
     WorkflowSerializer,
@@ -28,7 +29,7 @@ def _workflow(ref: str) -> WorkflowDefinition:
     return workflow
 
 
-class WorkflowListCreate(generics.ListAPIView):
+class WorkflowListCreate(EngineListView):
     serializer_class = WorkflowSerializer
 
     def get_queryset(self):
@@ -43,14 +44,14 @@ class WorkflowListCreate(generics.ListAPIView):
         return Response(WorkflowSerializer(created).data, status=status.HTTP_201_CREATED)
 
 
-class WorkflowDetail(generics.GenericAPIView):
+class WorkflowDetail(EngineGenericView):
     serializer_class = WorkflowSerializer
 
     def get(self, request: Request, workflow_id: str) -> Response:
         return Response(WorkflowSerializer(_workflow(workflow_id)).data)
 
 
-class WorkflowVersionListCreate(generics.ListAPIView):
+class WorkflowVersionListCreate(EngineListView):
     serializer_class = WorkflowVersionSerializer
 
     def get_queryset(self):

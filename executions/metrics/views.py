@@ -5,17 +5,18 @@ from __future__ import annotations
 from django.db import DatabaseError
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from rest_framework import serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from executions.metrics.health import health_report
 from executions.metrics.metrics import metrics_text
+from workflows.rest.openapi import extend_schema
+from workflows.rest.views import EngineView
 
 _HEALTH = inline_serializer(
     "Health",
@@ -42,7 +43,7 @@ _HEALTH = inline_serializer(
 )
 
 
-class HealthView(APIView):
+class HealthView(EngineView):
     # No authentication at all: a probe carries no token, and a stale one must not 401.
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -65,7 +66,7 @@ class _FirstRenderer(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-class MetricsView(APIView):
+class MetricsView(EngineView):
     content_negotiation_class = _FirstRenderer
 
     # Permissions: workflows.rest.permissions (executions.view_execution, or anyone when

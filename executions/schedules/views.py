@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import generics, status
+from drf_spectacular.utils import OpenApiParameter, extend_schema_view
+from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,6 +23,8 @@ from executions.schedules.serializers import (
 from executions.schedules.services import schedule_create, schedule_delete, schedule_update
 from executions.selectors import workflow_named
 from workflows.rest.detail import Detail
+from workflows.rest.openapi import extend_schema
+from workflows.rest.views import EngineListView
 
 
 def _schedule(schedule_id: str) -> Schedule:
@@ -32,7 +34,7 @@ def _schedule(schedule_id: str) -> Schedule:
     return schedule
 
 
-class ScheduleListCreate(generics.ListAPIView):
+class ScheduleListCreate(EngineListView):
     serializer_class = ScheduleSerializer
 
     def get_queryset(self):

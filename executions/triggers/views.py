@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import generics, status
+from drf_spectacular.utils import extend_schema_view
+from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from executions.selectors import workflow_named
 from executions.triggers.models import Trigger
@@ -27,15 +26,16 @@ from executions.triggers.services import (
     trigger_update,
 )
 from workflows.rest.detail import Detail
-from workflows.rest.openapi import idempotency_header
+from workflows.rest.openapi import extend_schema, idempotency_header
 from workflows.rest.parsers import idempotency_key
+from workflows.rest.views import EngineListView, EngineView
 
 IDEMPOTENCY_KEY = idempotency_header(
     "Repeating an event with the same key returns the first one and starts nothing."
 )
 
 
-class TriggerListCreate(generics.ListAPIView):
+class TriggerListCreate(EngineListView):
     serializer_class = TriggerSerializer
     queryset = Trigger.objects.select_related("workflow", "version").order_by("name")
 
@@ -84,7 +84,7 @@ class TriggerDetail(Detail):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class EventCreate(APIView):
+class EventCreate(EngineView):
     @extend_schema(
         request=EventCreateSerializer,
         parameters=[IDEMPOTENCY_KEY],

@@ -3,7 +3,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from tests.host.shop.views import TeamList
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("engine/", include("workflows.urls")),
+    path("shop/teams", TeamList.as_view(), name="teams"),
 ]

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import generics, serializers
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from workflows.rest.views import EngineGenericView
 
-class Detail(generics.GenericAPIView):
+
+class Detail(EngineGenericView):
     #: Validates a PATCH body: an absent field is unchanged.
     update_serializer_class: type[serializers.Serializer]
 

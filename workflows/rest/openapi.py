@@ -9,16 +9,21 @@ operation: views that can refuse in the current status declare `409: CONFLICT`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import inspect
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, Literal, TypeVar
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import extend_schema as spectacular_extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
 from workflows.rest.parsers import IDEMPOTENCY_KEY_MAX
 
 Endpoint = tuple[str, str, str, Any]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -60,7 +65,15 @@ def idempotency_header(description: str) -> OpenApiParameter:
     )
 
 
+#: Set while the engine's own document is made (workflows/rest/schema.py): any other, a
+#: project's own or drf-spectacular's deploy check, leaves the engine's routes out.
+ENGINE_DOCUMENT: ContextVar[bool] = ContextVar("engine_document", default=False)
+
+
 class AutoSchema(SpectacularAutoSchema):
+    def is_excluded(self) -> bool:
+        return not ENGINE_DOCUMENT.get() or super().is_excluded()
+
     def _get_request_body(self, direction: Literal["request", "response"] = "request") -> Any:
         body = super()._get_request_body(direction)
         # A body given as a raw JSON Schema (a oneOf a serializer cannot express) is taken
@@ -93,6 +106,23 @@ class AutoSchema(SpectacularAutoSchema):
         if has_body:
             codes += ["413", "415"]
         return codes
+
+
+def extend_schema(**kwargs: Any) -> Callable[[F], F]:
+    """drf-spectacular's extend_schema on the engine's AutoSchema, whatever the project's
+    DEFAULT_SCHEMA_CLASS. On a view's method, drf-spectacular builds the method's schema on
+    that setting as the module is imported (the view's own schema class is out of its
+    sight there), and DRF's default is a class drf-spectacular cannot generate with."""
+    decorate = spectacular_extend_schema(**kwargs)
+
+    def decorator(f: F) -> F:
+        if not inspect.isclass(f) and "schema" not in getattr(f, "kwargs", {}):
+            # Where drf-spectacular looks first for the class a method's schema builds on.
+            f.kwargs = {**getattr(f, "kwargs", {}), "schema": AutoSchema}  # type: ignore[attr-defined]
+        decorated: F = decorate(f)
+        return decorated
+
+    return decorator
 
 
 def drop_trailing_slash_duplicates(endpoints: list[Endpoint], **kwargs: Any) -> list[Endpoint]:
