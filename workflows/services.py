@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from workflows.cycles import check_no_cycle
+from workflows.cycles import Planned, check_no_cycle
 from workflows.dsl import Definition, DefinitionError, NodeBody, Problem, parse_definition
 from workflows.models import Pool, WorkflowDefinition, WorkflowVersion
 
@@ -76,15 +76,21 @@ def _name_taken(name: str) -> ValidationError:
 
 
 def workflow_create(
-    *, name: str, definition: object, description: str = "", by: str = ""
+    *,
+    name: str,
+    definition: object,
+    description: str = "",
+    by: str = "",
+    planned: Planned | None = None,
 ) -> WorkflowDefinition:
-    """A new workflow with `definition` as its version 1. `by`: the creating username."""
+    """A new workflow with `definition` as its version 1. `by`: the creating username;
+    `planned`: versions stored with it (a sync's), counted by the cycle check."""
     workflow = WorkflowDefinition(name=name, description=description, created_by=by)
     workflow.full_clean(validate_unique=False)
     if WorkflowDefinition.objects.filter(name=name).exists():
         raise _name_taken(name)
     definition_validate(definition=definition)
-    check_no_cycle(name=name, number=1, raw=definition)
+    check_no_cycle(name=name, number=1, raw=definition, planned=planned)
     try:
         with transaction.atomic():
             workflow.save()
@@ -98,9 +104,14 @@ def workflow_create(
 
 
 def workflow_version_create(
-    *, workflow: WorkflowDefinition, definition: object, by: str = ""
+    *,
+    workflow: WorkflowDefinition,
+    definition: object,
+    by: str = "",
+    planned: Planned | None = None,
 ) -> WorkflowVersion:
-    """The next numbered version of `workflow`; earlier versions are never touched."""
+    """The next numbered version of `workflow`; earlier versions are never touched.
+    `planned`: versions stored with it (a sync's), counted by the cycle check."""
     definition_validate(definition=definition)
     with transaction.atomic():
         # Lock the workflow row so that concurrent creates number versions one after the
@@ -110,7 +121,7 @@ def workflow_version_create(
         last = WorkflowVersion.objects.filter(workflow=locked).aggregate(last=Max("version"))
         number = (last["last"] or 0) + 1
         # Under the lock: the check sees the versions numbered before this one.
-        check_no_cycle(name=locked.name, number=number, raw=definition)
+        check_no_cycle(name=locked.name, number=number, raw=definition, planned=planned)
         return WorkflowVersion.objects.create(
             workflow=locked, version=number, definition=definition, created_by=by
         )

@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
-from workflows.cycles import check_no_cycle
+from workflows.cycles import Planned, check_no_cycle
 from workflows.definition_diff import Changes, canonical, definition_changes
 from workflows.dsl import Definition, DefinitionError
 from workflows.files import FileProblems, Loaded, WorkflowFile, discovered, load_all, shown
@@ -79,11 +79,7 @@ def sync_plan(
     loaded = load_all(discovered() if files is None else files)
     latest = _latest_versions([item.file.name for item in loaded])
     steps = [_compare(item, latest.get(item.file.name)) for item in loaded]
-    planned = {
-        step.name: (step.number, step.loaded.raw)
-        for step in steps
-        if step.action != Action.UNCHANGED
-    }
+    planned = _planned(steps)
     problems: list[str] = []
     for step in steps:
         if step.action == Action.UNCHANGED:
@@ -101,18 +97,31 @@ def sync_plan(
 def sync_apply(steps: Iterable[Step], *, by: str = SYNC_BY) -> None:
     """Store the plan's workflows and versions, all or none. A workflow another process
     created, or gave a version, since the plan was made fails the whole run (run again)."""
+    steps = list(steps)
+    # The cycle checks count every version of the run, as the plan's did: a cycle that
+    # one write would close for a moment is gone once the run's next write is in.
+    planned = _planned(steps)
     with transaction.atomic():
         for step in steps:
             try:
-                _apply(step, by)
+                _apply(step, by, planned)
             except (DefinitionError, ValidationError) as exc:
                 where = shown(step.loaded.file.path)
                 raise FileProblems([f"{where}: {message}" for message in _messages(exc)]) from exc
 
 
-def _apply(step: Step, by: str) -> None:
+def _planned(steps: Iterable[Step]) -> Planned:
+    """The versions a run stores, by workflow name: what its cycle checks count as stored."""
+    return {
+        step.name: (step.number, step.loaded.raw)
+        for step in steps
+        if step.action != Action.UNCHANGED
+    }
+
+
+def _apply(step: Step, by: str, planned: Planned) -> None:
     if step.action == Action.CREATED:
-        workflow_create(name=step.name, definition=step.loaded.raw, by=by)
+        workflow_create(name=step.name, definition=step.loaded.raw, by=by, planned=planned)
     elif step.action == Action.NEW_VERSION and step.latest is not None:
         # Locked until the run commits: no other version slips in after the latest the
         # plan compared and replayed against.
@@ -123,7 +132,9 @@ def _apply(step: Step, by: str) -> None:
                 f"version {now} of '{step.name}' was stored while this sync ran (it compared "
                 f"with version {step.latest.version}): run it again"
             )
-        workflow_version_create(workflow=workflow, definition=step.loaded.raw, by=by)
+        workflow_version_create(
+            workflow=workflow, definition=step.loaded.raw, by=by, planned=planned
+        )
 
 
 def _messages(exc: DefinitionError | ValidationError) -> list[str]:

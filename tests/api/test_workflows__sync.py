@@ -291,8 +291,12 @@ def test_two_apps_defining_one_name_is_an_error_naming_both_files(tmp_path: Path
     assert not WorkflowDefinition.objects.filter(name="twice").exists()
 
 
+def calls(other: str) -> dict[str, Any]:
+    """A definition whose one node runs the latest version of the workflow `other`."""
+    return {"nodes": [{"id": "call", "type": "workflow", "workflow": other}]}
+
+
 def test_a_cycle_closed_by_two_files_of_one_run_is_refused(folder: Path) -> None:
-    calls = lambda other: {"nodes": [{"id": "call", "type": "workflow", "workflow": other}]}  # noqa: E731
     write(folder, "ping", calls("pong"))
     write(folder, "pong", calls("ping"))
     with pytest.raises(CommandError, match="leads back to"):
@@ -300,6 +304,36 @@ def test_a_cycle_closed_by_two_files_of_one_run_is_refused(folder: Path) -> None
     with pytest.raises(CommandError, match="leads back to"):
         sync()
     assert not WorkflowDefinition.objects.exists()
+
+
+def test_a_call_turned_around_in_one_run_is_stored_as_the_plan_checked_it(
+    folder: Path,
+) -> None:
+    # b calls a, a leaf; then a calls b and b becomes a leaf: no cycle once both are in.
+    # Stored one at a time, a's new version would see a -> b (v1) -> a until b's is in:
+    # the writes count the run's other versions as the plan's checks do.
+    write(folder, "a", ECHO)
+    write(folder, "b", calls("a"))
+    sync()
+    write(folder, "a", calls("b"))
+    write(folder, "b", ECHO)
+    planned = sync("--dry-run")
+    assert (planned["a"], planned["b"]) == (
+        "new version 2: nodes added: call; nodes removed: say; "
+        "what-if: no executions of version 1 to replay",
+        "new version 2: nodes added: say; nodes removed: call; "
+        "what-if: no executions of version 1 to replay",
+    )
+    assert sync() == planned
+    latest = {
+        name: WorkflowVersion.objects.filter(workflow__name=name).latest("version")
+        for name in ("a", "b")
+    }
+    assert {name: (v.version, v.definition) for name, v in latest.items()} == {
+        "a": (2, calls("b")),
+        "b": (2, ECHO),
+    }
+    assert set(sync("--check").values()) == {"unchanged"}
 
 
 def test_a_version_stored_after_the_plan_fails_the_whole_run(folder: Path) -> None:
