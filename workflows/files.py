@@ -1,10 +1,10 @@
 """Definitions kept in the repository: `<app>/workflows/<name>.json` in every installed
 app holds the definition of the workflow `<name>`.
 
-Reading a file checks what needs no database: that it is JSON, that its name is a
-workflow name and that the definition parses (the parser and the registered functions,
-with the messages a 400 of POST /workflows gives). What needs the database (pools,
-cycles through other workflows) is the sync's to check.
+Reading a file checks what needs no database: that it is JSON the database can store,
+that its name is a workflow name and that the definition parses (the parser and the
+registered functions, with the messages a 400 of POST /workflows gives). What needs the
+database (pools, cycles through other workflows) is the sync's to check.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from django.core.exceptions import ValidationError
 from workflows.dsl import Definition, DefinitionError
 from workflows.models import slug_validator
 from workflows.services import definition_parse
+from workflows.storable import unstorable_message, unstorable_path
 
 #: The folder of an app that holds its workflows' definitions.
 FOLDER = "workflows"
@@ -131,8 +132,14 @@ def _read(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise _Unreadable(f"not UTF-8 text: {exc}") from None
     try:
-        return json.loads(text)
+        raw = json.loads(text)
     except ValueError as exc:
         raise _Unreadable(f"JSON parse error - {exc}") from None
     except RecursionError:
         raise _Unreadable("JSON parse error - nested too deeply.") from None
+    # Checked here, not at the insert: PostgreSQL would refuse it with an error naming no
+    # file, after --check and validate_workflow had passed it.
+    where = unstorable_path(raw)
+    if where is not None:
+        raise _Unreadable(unstorable_message(where))
+    return raw

@@ -72,6 +72,23 @@ def test_every_problem_of_every_file_is_named_and_exits_non_zero(tmp_path: Path)
     assert "here 'Echo Twice'" in lines[-1]
 
 
+def test_what_the_database_cannot_store_is_refused_as_a_400_refuses_it(tmp_path: Path) -> None:
+    # Valid JSON and definitions that parse, but PostgreSQL refuses a NUL and a lone
+    # surrogate: refused with the message of the API's 400, naming the file and where.
+    nul = tmp_path / "nul.json"
+    nul.write_text(json.dumps({"nodes": [{**ECHO["nodes"][0], "input": {"x": "a\u0000b"}}]}))
+    lone = tmp_path / "lone.json"
+    lone.write_text('{"nodes": [{"id": "say", "type": "function", "function": "std.echo", '
+                    '"input": {"k": ["ok", "\\udfff"]}}]}')  # fmt: skip
+    with pytest.raises(CommandError) as raised:
+        validate(nul, lone)
+    refused = "NUL characters (\\u0000) and unpaired surrogates (\\ud800-\\udfff) are not accepted"
+    assert str(raised.value).splitlines() == [
+        f"{nul}: {refused} (at nodes.0.input.x).",
+        f"{lone}: {refused} (at nodes.0.input.k.1).",
+    ]
+
+
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(
         CommandError, match=re.escape(f"{tmp_path / 'gone.json'}: cannot be read: ")

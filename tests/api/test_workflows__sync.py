@@ -234,6 +234,18 @@ def test_dry_run_prints_what_a_sync_would_do_and_writes_nothing(folder: Path) ->
             "nodes[a].pool: ",
         ),
         (json.dumps([1]), "must be a JSON object"),
+        # Valid JSON and a valid definition, but PostgreSQL cannot store it.
+        (
+            json.dumps({"nodes": [{**ECHO["nodes"][0], "input": {"x": "a\u0000b"}}]}),
+            "NUL characters (\\u0000) and unpaired surrogates (\\ud800-\\udfff) are not "
+            "accepted (at nodes.0.input.x).",
+        ),
+        (
+            '{"nodes": [{"id": "say", "type": "function", "function": "std.echo", '
+            '"input": {"\\ud800": 1}}]}',
+            "NUL characters (\\u0000) and unpaired surrogates (\\ud800-\\udfff) are not "
+            "accepted (at nodes.0.input.\\ud800).",
+        ),
     ],
 )
 def test_a_broken_file_names_itself_and_nothing_of_the_run_is_written(

@@ -3,9 +3,8 @@
 Query numbers are ASCII digits only: Python's int() also takes "²", "٣" and " 7 ", and
 an unbounded digit string hits the interpreter's conversion limit (a ValueError, a 500).
 
-PostgreSQL's json/text types refuse the NUL character (\\u0000) and unpaired surrogates;
-SQLite takes them. Refusing them at the door keeps both backends' behaviour the same and
-turns a would-be 500 (or a generic 400) into a 400 that names where the character is.
+A JSON body holding what the database cannot store (workflows/storable.py) is refused at
+the door: a 400 that names where the character is, never a 500 or a generic 400.
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ from typing import Any
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
+
+from workflows.storable import unstorable_message, unstorable_path
 
 #: More digits than any bound below needs: refused before int() ever sees them.
 _MAX_DIGITS = 19
@@ -94,40 +95,13 @@ def parse_date_time(text: str) -> datetime:
         ) from None
 
 
-#: What PostgreSQL's text and jsonb cannot hold: NUL, and a surrogate code point with no
-#: partner (JSON may spell one, "\\ud800"; Python's json gives it as a lone character).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def unstorable_path(value: Any) -> list[str] | None:
-    """The path to the first string (or key) holding a NUL or an unpaired surrogate, or
-    None. Iterative: bodies may be deep."""
-    stack: list[tuple[Any, list[str]]] = [(value, [])]
-    while stack:
-        current, path = stack.pop()
-        if isinstance(current, str):
-            if _UNSTORABLE.search(current):
-                return path
-        elif isinstance(current, dict):
-            for key, item in current.items():
-                if _UNSTORABLE.search(key):
-                    return [*path, key.encode("unicode_escape").decode("ascii")]
-                stack.append((item, [*path, key]))
-        elif isinstance(current, list):
-            stack.extend((item, [*path, str(index)]) for index, item in enumerate(current))
-    return None
-
-
 class StrictJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None) -> Any:
         data = super().parse(stream, media_type, parser_context)
         path = unstorable_path(data)
         if path is not None:
-            message = (
-                "NUL characters (\\u0000) and unpaired surrogates (\\ud800-\\udfff) are not "
-                f"accepted (at {'.'.join(path) or 'top'})."
-            )
-            raise ValidationError({path[0] if path else "non_field_errors": [message]})
+            field = path[0] if path else "non_field_errors"
+            raise ValidationError({field: [unstorable_message(path)]})
         return data
 
 
