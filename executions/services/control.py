@@ -3,6 +3,7 @@ fact to the log and lets the one orchestration path (advance) decide what follow
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 from uuid import UUID
 
@@ -10,7 +11,6 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework import status
 
 from executions import messages, store
 from executions.definitions import definition_for
@@ -25,7 +25,7 @@ from executions.services.start import execution_start
 from workflows.kinds import get_kind
 from workflows.kinds.approval import ApprovalSpec
 from workflows.kinds.base import spec_of
-from workflows.rest.errors import Refused
+from workflows.refusals import Refused
 
 
 class NotAllowed(Refused):
@@ -35,13 +35,13 @@ class NotAllowed(Refused):
 class UnknownNode(Refused):
     """No node of that id in the execution's pinned definition: HTTP 404."""
 
-    status_code = status.HTTP_404_NOT_FOUND
+    status_code = HTTPStatus.NOT_FOUND
 
 
 class NotAnApprover(PermissionDenied, Refused):
     """The approval node names its approvers and the user is not one of them: HTTP 403."""
 
-    status_code = status.HTTP_403_FORBIDDEN
+    status_code = HTTPStatus.FORBIDDEN
 
 
 def may_approve(username: str, approvers: tuple[str, ...]) -> bool:

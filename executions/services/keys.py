@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from executions.models import Execution, RetryRequest
-from workflows.rest.errors import Refused
+from workflows.refusals import Refused
 
 
 class IdempotencyConflict(Refused):

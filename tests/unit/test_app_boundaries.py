@@ -163,3 +163,31 @@ def test_the_check_sees_a_cycle() -> None:
     graph = {"a": {"b": {"a.x"}}, "b": {"c": {"b.y"}}, "c": {"a": {"c.z"}}}
     assert cycles(graph) == [["a", "b", "c", "a"]]
     assert not cycles({"a": {"b": {"a.x"}}, "b": {}})
+
+
+#: The services and what they write with: plain code that every caller (a view, the admin,
+#: a task, a script, the worker) runs alike, so none of it may lean on the REST layer.
+SERVICES = (
+    "executions.services",
+    "executions.store",
+    "executions.inbox",
+    "executions.effects",
+    "executions.worker",
+)
+REST_LAYER = ("rest_framework", "workflows.rest")
+
+
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(f"{package}.") for package in packages)
+
+
+def test_services_import_no_rest_layer() -> None:
+    """A refusal's HTTP status travels on the exception (workflows.refusals), so a service
+    needs neither DRF nor the API's modules."""
+    modules = {m: names for m, names in app_modules().items() if within(m, SERVICES)}
+    assert all(any(within(m, (p,)) for m in modules) for p in SERVICES), sorted(modules)
+    offenders = {
+        module: sorted(name for name in names if within(name, REST_LAYER))
+        for module, names in modules.items()
+    }
+    assert not {m: found for m, found in offenders.items() if found}

@@ -2,14 +2,14 @@
 however malformed, turns into a 500.
 
 DRF's handler covers its own exceptions, Http404 and PermissionDenied; this adds the
-ones services and Django raise: the services' refusals (their own status), model
-ValidationError and DefinitionError (400), an oversized body (413), other suspicious
-requests and over-deep JSON (400).
+ones services and Django raise: the services' refusals (workflows.refusals, each with its
+own status), model ValidationError and DefinitionError (400), an oversized body (413),
+other suspicious requests and over-deep JSON (400).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -23,17 +23,10 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from workflows.dsl import DefinitionError
+from workflows.refusals import Refused
 
 #: How many problems the one-line "detail" spells out before "and N more".
 _SUMMARIZED = 5
-
-
-class Refused(Exception):
-    """A service refused (not allowed now, no such node, not an approver): the API answers
-    {"detail": str(exc)} with the subclass's status. The services subclass it; this
-    module, below them, needs to know none of them."""
-
-    status_code: ClassVar[int] = status.HTTP_409_CONFLICT
 
 
 def _summary(lines: list[str], prefix: str) -> str:
