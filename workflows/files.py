@@ -19,7 +19,7 @@ from django.apps import apps
 from django.core.exceptions import ValidationError
 
 from workflows.dsl import Definition, DefinitionError
-from workflows.models import slug_validator
+from workflows.models import WorkflowDefinition
 from workflows.services import definition_parse
 from workflows.storable import unstorable_message, unstorable_path
 
@@ -110,7 +110,9 @@ def load(file: WorkflowFile) -> Loaded:
 
 def _name_problems(name: str) -> list[str]:
     try:
-        slug_validator(name)
+        # The model field's own checks (its validators and its length), with no database:
+        # a name refused here would otherwise pass --check and fail the sync's insert.
+        WorkflowDefinition._meta.get_field("name").clean(name, None)
     except ValidationError as exc:
         return [
             f"name: {message} The workflow's name is the file's name without .json, here '{name}'."

@@ -89,6 +89,20 @@ def test_what_the_database_cannot_store_is_refused_as_a_400_refuses_it(tmp_path:
     ]
 
 
+def test_a_name_longer_than_the_model_stores_is_refused_offline(tmp_path: Path) -> None:
+    # The model field's own checks, its length among them: not first found by the insert.
+    longest, longer = tmp_path / f"{'a' * 100}.json", tmp_path / f"{'a' * 101}.json"
+    for path in (longest, longer):
+        path.write_text(json.dumps(ECHO))
+    out = StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("validate_workflow", str(longest), str(longer), stdout=out)
+    assert out.getvalue() == f"{longest}: valid\n"
+    assert f"{longer}: name: Ensure this value has at most 100 characters (it has 101)." in str(
+        raised.value
+    )
+
+
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(
         CommandError, match=re.escape(f"{tmp_path / 'gone.json'}: cannot be read: ")

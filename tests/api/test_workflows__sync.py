@@ -292,6 +292,16 @@ def test_a_file_name_that_is_no_workflow_name_is_refused(folder: Path) -> None:
     assert not WorkflowDefinition.objects.exists()
 
 
+def test_a_name_longer_than_the_model_stores_is_refused_before_any_write(folder: Path) -> None:
+    write(folder, "fine", ECHO)
+    write(folder, "a" * 101, ECHO)
+    too_long = r"a{101}\.json: name: Ensure this value has at most 100 characters \(it has 101\)"
+    for args in (("--check",), ()):
+        with pytest.raises(CommandError, match=too_long):
+            sync(*args)
+    assert not WorkflowDefinition.objects.exists()
+
+
 def test_two_apps_defining_one_name_is_an_error_naming_both_files(tmp_path: Path) -> None:
     with apps_on_disk(tmp_path, 2) as (first, second):
         one, other = write(first, "twice", ECHO), write(second, "twice", V1)
