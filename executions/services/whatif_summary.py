@@ -46,6 +46,8 @@ class WhatIf:
         head = (
             f"what-if over the latest {self.replayed} execution{plural} of version {self.version}: "
         )
+        if self.unreplayable == self.replayed:
+            return f"{head}none could be replayed ({self.first_problem})"
         if not self.diverging:
             body = "none would diverge"
         else:
