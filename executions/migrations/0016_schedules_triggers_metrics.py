@@ -4,6 +4,14 @@ import django.db.models.deletion
 import uuid
 from django.db import migrations, models
 
+from executions.metrics.seed import rebuild
+
+
+def seed(apps, schema_editor):
+    """Start the metrics' totals from the history already in the database (a database
+    migrated with executions in it): they are counted from the tables, once."""
+    rebuild(apps.get_model)
+
 
 class Migration(migrations.Migration):
 
@@ -118,4 +126,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('event', 'trigger_name'), name='one_run_per_trigger')],
             },
         ),
+        migrations.RunPython(seed, migrations.RunPython.noop),
     ]

@@ -13,11 +13,14 @@ from datetime import timedelta
 import pytest
 from django.apps import apps
 from django.core.management import call_command
+from django.db import connection
+from django.db.migrations import RunPython
+from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
 from executions.metrics import ledger, seed
 from executions.metrics.metrics import metrics_text
-from executions.metrics.models import MetricDelta
+from executions.metrics.models import MetricDelta, MetricSeries
 from executions.models import Attempt, AttemptStatus, Timer
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
 from executions.services.control import execution_cancel, execution_retry
@@ -165,3 +168,22 @@ def test_rebuild_replaces_the_totals_with_the_recount(capsys) -> None:
     call_command("metrics_rebuild")
     assert "series" in capsys.readouterr().out
     assert comparable(folded()) == before
+
+
+def test_the_migration_creating_the_metrics_tables_counts_the_history_already_there() -> None:
+    name = start(FLAKY).workflow.name
+    run_scheduled()
+    expected = comparable(recount())
+    assert expected[("workflows_started", ledger.labels_key({"workflow": name}))] == 1
+    # The database as the migration finds it: history, and metrics tables just created.
+    MetricDelta.objects.all().delete()
+    MetricSeries.objects.all().delete()
+    assert comparable(folded()) == {}
+    loader = MigrationLoader(connection)
+    key = ("executions", "0016_schedules_triggers_metrics")
+    (seeding,) = [op for op in loader.graph.nodes[key].operations if isinstance(op, RunPython)]
+    assert seeding.reversible
+    historical = loader.project_state(key, at_end=True).apps
+    # As `migrate` calls it, but the editor is not entered: the seed runs no DDL.
+    seeding.code(historical, connection.schema_editor())
+    assert comparable(folded()) == expected
