@@ -102,10 +102,10 @@ class ReplayReportSerializer(serializers.Serializer):
     )
 
 
+# The services' refusals (NotAllowed: 409, UnknownNode: 404) are answered once, by the
+# API's exception handler. A comment, not a docstring: a view's docstring is published in
+# /schema.
 class _ControlView(EngineView):
-    """The services' refusals (NotAllowed: 409, UnknownNode: 404) are mapped to responses
-    once, in workflows.rest.errors."""
-
     def execution(self, execution_id) -> Execution:
         return get_object_or_404(Execution, pk=execution_id)
 

@@ -1,4 +1,4 @@
-"""Pools API: POST/GET /pools, GET/PATCH /pools/{name} (CONTRACT §6 "Flow and time")."""
+"""Pools API: POST/GET /pools, GET/PATCH /pools/{name}."""
 
 from __future__ import annotations
 

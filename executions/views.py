@@ -37,8 +37,7 @@ IDEMPOTENCY_KEY = idempotency_header(
 
 
 class ExecutionListCreate(EngineListView):
-    """Newest first; filtered by executions.filters.ExecutionFilter (documented in /schema
-    from its fields)."""
+    """Newest first; filtered by the query parameters below, all of which must hold."""
 
     serializer_class = ExecutionSerializer
     pagination_class = CountlessPage
@@ -119,7 +118,7 @@ class TaskDetail(EngineView):
         return Response(body)
 
 
-#: The longest ?wait= of GET .../events (CONTRACT 6: at most 30 seconds).
+#: The longest ?wait= of GET .../events, in seconds: a long poll never holds a request longer.
 MAX_WAIT_SECONDS = 30
 
 

@@ -1,4 +1,4 @@
-"""The JSON Schema of a definition (CONTRACT §2), for the OpenAPI document.
+"""The JSON Schema of a definition, for the OpenAPI document.
 
 A node is one of the registered kinds, each its own component (`FunctionNode`,
 `HttpNode`, ...; `FunctionNodeBody` ... for a compensation or a map's per-item node),

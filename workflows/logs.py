@@ -6,7 +6,8 @@ bind as they work (`bind`, scoped by `scope`), plus its time (ISO 8601, UTC), le
 logger. WORKFLOW_LOG_FORMAT picks `json` (the default) or `plain` (the demo's).
 
 No Django here: settings.py builds LOGGING from `logging_config`, and Celery's processes
-apply the same dictionary (config/celery.py).
+apply the same dictionary (on Celery's setup_logging signal), so workers and beat log as
+the web processes do.
 """
 
 from __future__ import annotations

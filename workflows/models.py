@@ -55,7 +55,7 @@ class WorkflowVersion(models.Model):
 
 
 class Pool(models.Model):
-    """A named number of slots shared by every execution (CONTRACT §6): a node with
+    """A named number of slots shared by every execution (POST /pools): a node with
     `"pool": "<name>"` runs only while fewer than `slots` attempts of the pool run.
 
     The count is the running Attempt rows naming the pool, read under this row's lock by

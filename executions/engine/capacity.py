@@ -1,5 +1,5 @@
 """Which held attempts to release into the broker: the pure choice behind pools and the
-per-execution in-flight cap (CONTRACT §6 "Flow and time").
+per-execution in-flight cap (WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION).
 
 A held attempt is scheduled (its task_scheduled is in the log) but has no message in the
 broker. The shell (executions/services/capacity.py) reads the counts and the waiting list

@@ -204,7 +204,7 @@ class ExecutionState:
 
 
 def seen(node: NodeState) -> dict[str, Any]:
-    """What templates see of a node (CONTRACT section 2)."""
+    """What templates see of a node: `{{ nodes.<id>.output }}` and `.status`."""
     return {"output": node.output, "status": node.status}
 
 

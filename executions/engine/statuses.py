@@ -1,4 +1,4 @@
-"""Status vocabularies (CONTRACT §3). Plain StrEnums: the engine core imports no Django;
+"""Status vocabularies, as the API reports them. Plain StrEnums: the core imports no Django;
 the models turn them into field choices with `choices()`."""
 
 from __future__ import annotations

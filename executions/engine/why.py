@@ -1,12 +1,13 @@
 """Why is a node not running (yet, or any more)? A pure function of the definition, the
 folded state and the operational rows the shell read (attempts, timers, children).
 
-Every reason is `{"code", "message", ...}` with the code's own fields (CONTRACT §6,
-"Operating"). Reasons come from two tables of small rules: EXECUTION_RULES give the
-reasons that hold for every unsettled node (paused, ended, not started yet) and
-NODE_RULES the node's own (by its status). A later feature adds its reason as one more
-rule: workflow-level concurrency (`concurrency_limit`) to EXECUTION_RULES, pools
-(`pool_full`) to NODE_RULES for scheduled nodes, reading its rows from `Rows.extra`.
+Every reason is `{"code", "message", ...}` with the code's own fields (what GET
+/executions/{id}/why answers). Reasons come from two tables of small rules:
+EXECUTION_RULES give the reasons that hold for every unsettled node (paused, ended, not
+started yet) and NODE_RULES the node's own (by its status). A later feature adds its
+reason as one more rule: workflow-level concurrency (`concurrency_limit`) to
+EXECUTION_RULES, pools (`pool_full`) to NODE_RULES for scheduled nodes, reading its rows
+from `Rows.extra`.
 
 Pure Python: no Django.
 """

@@ -20,8 +20,7 @@ ACTIONS: dict[str, Callable[..., Execution]] = {
     "cancel": control.execution_cancel,
     "retry": control.execution_retry,
 }
-#: The keys a bulk `filter` takes (the executions list's filters but has_failed_nodes
-#: are the contract's; that one is allowed too).
+#: The keys a bulk `filter` takes: the filters of GET /executions, with their meanings.
 FILTER_KEYS = ("status", "workflow", "created_after", "created_before", "has_failed_nodes")
 
 

@@ -1,6 +1,6 @@
 """Held attempts: scheduled in the log, kept out of the broker until there is room.
 
-Two limits hold attempts back (CONTRACT §6 "Flow and time"; issue 11 item 5):
+Two limits hold attempts back:
 
 - a pool's slots, across executions: the claim gate (`pool_admits`) counts the pool's
   running attempts under the Pool row's lock and sends an attempt back to held when the

@@ -1,4 +1,4 @@
-"""Pools (CONTRACT §6): create, change slots, and read them with their use.
+"""Pools: create, change slots, and read them with their use.
 
 The Pool row lives in the workflows app (a definition naming a pool is checked against
 it when stored); what runs in a pool is the executions app's (services/capacity.py).

@@ -1,4 +1,4 @@
-"""Event triggers (CONTRACT §6): a trigger starts a workflow for every event whose key it
+"""Event triggers: a trigger starts a workflow for every event whose key it
 names and whose filter holds; an event records each execution it started."""
 
 from __future__ import annotations

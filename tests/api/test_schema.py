@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import yaml
 from django.core.management import call_command
 from drf_spectacular.validation import validate_schema
@@ -137,3 +140,11 @@ def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
     for name in ("one_done", "all_skipped", "all_done_min_one_success", "always"):
         child = {"id": "b", **echo, "depends_on": ["a"], "trigger_rule": name}
         jsonschema.Draft4Validator(root).validate({"nodes": [{"id": "a", **echo}, child]})
+
+
+def test_the_descriptions_name_no_module_of_the_code() -> None:
+    """A view's docstring is its published description: it speaks of the API, never of
+    the code behind it (whose notes are comments)."""
+    text = json.dumps(_schema())
+    modules = re.findall(r"\b(?:workflows|executions|nodes|config)\.[a-z_]+\b", text)
+    assert not modules, sorted(set(modules))

@@ -1,4 +1,4 @@
-"""Bounds on the work one definition, expression or attempt may cause (CONTRACT §6).
+"""Bounds on the work one definition, expression or attempt may cause.
 
 Pure Python, so the DSL and the engine core can read them: the defaults live here, and
 `executions.apps` replaces them from Django settings (`WORKFLOW_...`) at ready(). Every

@@ -1,4 +1,4 @@
-"""The node-kind registry: the one list of node types (CONTRACT §2).
+"""The node-kind registry: the one list of node types (the values of a node's `type`).
 
 Each kind is a class in its own module (workflows/kinds/<name>.py) that owns its DSL
 fields and their parsing, how a node of that kind starts, whether a worker runs it, the

@@ -1,4 +1,5 @@
-"""`approval`: waits in the orchestrator for approve or reject (CONTRACT §4, §6)."""
+"""`approval`: waits in the orchestrator for approve or reject (POST .../approve or
+/reject by one of its `approvers`), or for what its timeout makes of it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,36 @@
+"""The shipped code and the standalone project say what they mean: no comment, docstring
+or string points at a section of a planning document or at an issue number ("CONTRACT
+§6", "issue 8"), which a reader of the code (or of /schema, where view docstrings are
+published) does not have."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("workflows", "executions", "nodes", "config")
+REFERENCE = re.compile(r"CONTRACT|§|\b[Ii]ssues? #?\d+\b")
+
+
+def references(text: str) -> list[tuple[int, str]]:
+    return [
+        (number, line.strip())
+        for number, line in enumerate(text.splitlines(), 1)
+        if REFERENCE.search(line)
+    ]
+
+
+def test_no_source_file_cites_the_contract_or_an_issue() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line}"
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for number, line in references(path.read_text())
+    ]
+    assert not found, "say what is meant instead:\n" + "\n".join(found)
+
+
+def test_the_check_sees_each_form() -> None:
+    text = '"""Pools (CONTRACT §6)."""\n# see issue 11 item 5\nx = 1  # Issue #3\nissues = 2\n'
+    assert [number for number, _ in references(text)] == [1, 2, 3]
