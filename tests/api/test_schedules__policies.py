@@ -4,9 +4,12 @@ fire times handled and what came of each, one per (schedule, fire time)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from celery.signals import before_task_publish
 from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
@@ -14,6 +17,7 @@ from executions.engine.statuses import ExecutionStatus
 from executions.models import Execution
 from executions.schedules.models import Schedule, ScheduleFire
 from executions.schedules.services import schedule_create, schedule_release, schedule_run
+from executions.schedules.tasks import release_schedule
 from executions.services.control import execution_cancel
 from tests.factories import make_version
 
@@ -98,6 +102,42 @@ def test_overlap_buffer_one_keeps_one_fire_for_when_the_running_one_ends(workflo
         == f"schedule:{schedule.pk}:{T0 + timedelta(minutes=10):%Y-%m-%dT%H:%M:%S+00:00}"
     )
     assert fires(schedule)[1] == ("10:10", "started")
+
+
+@pytest.fixture
+def published() -> Iterator[list[tuple[str, str, str]]]:
+    """(task name, routing key, args) of every message handed to the broker meanwhile."""
+    sent: list[tuple[str, str, str]] = []
+
+    def capture(headers: dict[str, Any], routing_key: str, **_: Any) -> None:
+        sent.append((headers["task"], routing_key, headers["argsrepr"]))
+
+    before_task_publish.connect(capture, weak=False)
+    try:
+        yield sent
+    finally:
+        before_task_publish.disconnect(capture)
+
+
+def test_an_ended_execution_sends_its_schedule_the_release_after_commit(
+    workflow, published: list[tuple[str, str, str]], django_capture_on_commit_callbacks
+) -> None:
+    schedule = every_five(workflow, overlap="buffer_one")
+    first = run(schedule, T0 + timedelta(minutes=5))
+    run(schedule, T0 + timedelta(minutes=10))  # buffered while the first runs
+    published.clear()
+    with django_capture_on_commit_callbacks() as after_commit:
+        end(first)
+    assert published == []  # nothing leaves before the commit
+    for callback in after_commit:
+        callback()
+    released = [message for message in published if message[0] == release_schedule.name]
+    assert released == [
+        ("executions.schedules.tasks.release_schedule", "orchestrator", f"('{schedule.pk}',)")
+    ]
+    # What a worker does with it: the buffered fire starts.
+    assert release_schedule(str(schedule.pk)) is not None
+    assert fires(schedule) == [("10:05", "started"), ("10:10", "started")]
 
 
 def test_overlap_cancel_other_cancels_the_running_one(workflow) -> None:
