@@ -27,8 +27,6 @@ INSTALLED_APPS = [
     "workflows",
     "executions",
     "nodes",
-    "schedules",
-    "triggers",
     "tests.host.shop",
 ]
 MIDDLEWARE = [
