@@ -12,10 +12,10 @@ which the engine's views must neither take nor change.
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from pathlib import Path
-from pprint import pformat
 
 #: The apps the contract has a host add, in its order, then the host's own.
 ENGINE_APPS = (
@@ -39,12 +39,14 @@ URL_LINES = (
 )
 
 #: The host's API defaults: none of them may reach the engine's views.
+REST_FRAMEWORK = """
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 2,
 }
+"""
 
 #: Celery's "First steps with Django", word for word but the project's name.
 CELERY_PY = """\
@@ -217,12 +219,10 @@ def edit_settings(project: Path, *, database: dict[str, str], broker_url: str) -
     settings = project / "config" / "settings.py"
     apps = "".join(f'    "{app}",\n' for app in (*ENGINE_APPS, *HOST_APPS))
     edit_once(settings, r"(?<=\n)(?=\]\n\nMIDDLEWARE)", apps)
-    edit_once(
-        settings, r"DATABASES = \{.*?\n\}\n", f"DATABASES = {pformat({'default': database})}\n"
-    )
+    databases = json.dumps({"default": database}, indent=4)
+    edit_once(settings, r"DATABASES = \{.*?\n\}\n", f"DATABASES = {databases}\n")
     with settings.open("a") as file:
-        file.write(f"\nCELERY_BROKER_URL = {broker_url!r}\n")
-        file.write(f"\nREST_FRAMEWORK = {pformat(REST_FRAMEWORK, sort_dicts=False)}\n")
+        file.write(f'\nCELERY_BROKER_URL = "{broker_url}"\n{REST_FRAMEWORK}')
 
 
 def edit_urls(project: Path) -> None:
