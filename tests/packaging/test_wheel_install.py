@@ -13,12 +13,10 @@ workflow through the REST API, and each container healthcheck passes.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import shutil
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ import pytest
 
 from executions.supervisor import WORKER_READY, Supervisor, free_port, listening, logged
 from tests.packaging.context import ROOT
+from tests.packaging.fresh_venv import Installed, environment, install
 from tests.waiting import eventually
 
 #: Seconds to wait for the execution to end: a bound on a wait, not a speed assertion.
@@ -38,55 +37,29 @@ THROUGH_PROXY = {"Host": HOST, "X-Forwarded-Proto": "https"}
 
 
 @dataclass
-class Installed:
-    venv: Path
-    workdir: Path
-    env: dict[str, str]
-
-    def bin(self, name: str) -> str:
-        return str(self.venv / "bin" / name)
-
-    def run(self, *argv: str, extra: dict[str, str] | None = None) -> str:
-        done = subprocess.run(
-            list(argv), cwd=self.workdir, env={**self.env, **(extra or {})},
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stdout}\n{done.stderr}"
-        return done.stdout + done.stderr
+class Standalone(Installed):
+    """The standalone project (manage.py in workdir) in the wheel's virtualenv."""
 
     def manage(self, *args: str, extra: dict[str, str] | None = None) -> str:
         return self.run(self.bin("python"), "manage.py", *args, extra=extra)
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: Path, context: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def installed(wheel: Path, context: Path, tmp_path_factory: pytest.TempPathFactory) -> Standalone:
     base = tmp_path_factory.mktemp("installed")
-    assert ROOT not in base.parents
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    lock = str(ROOT / "requirements.lock")
-    pip = [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    done = subprocess.run(
-        [*pip, "--constraint", lock, str(wheel)],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, f"pip install of the wheel failed:\n{done.stdout}\n{done.stderr}"
+    venv = install(wheel, base)
     workdir = base / "run"
     # The standalone project, as the image copies it from the build context.
     shutil.copytree(context / "config", workdir / "config")
     shutil.copy2(context / "manage.py", workdir / "manage.py")
-    # Nothing of the repository, nor of the test run's own settings, leaks in.
-    keep = ("HOME", "LANG", "LC_ALL", "TMPDIR", "PIP_CONSTRAINT")
-    env = {key: os.environ[key] for key in keep if key in os.environ}
-    env.update(
-        PATH=f"{venv / 'bin'}:/usr/bin:/bin",
+    env = environment(
+        venv,
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONPATH=str(workdir),
         WORKFLOW_VAR_DIR=str(base / "var"),
         SECRET_KEY=secrets.token_urlsafe(50),
         DEBUG="0",
         ALLOWED_HOSTS=HOST,
-        PYTHONUNBUFFERED="1",
         # Behind a TLS proxy, as in production: plain HTTP is redirected unless the
         # proxy's header says the request came over HTTPS.
         WORKFLOW_TLS="1",
@@ -96,11 +69,11 @@ def installed(wheel: Path, context: Path, tmp_path_factory: pytest.TempPathFacto
         CSRF_TRUSTED_ORIGINS=f"https://{HOST}",
         SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
     )
-    return Installed(venv, workdir, env)
+    return Standalone(venv, workdir, env)
 
 
 def test_the_apps_come_from_the_wheel_and_the_project_from_beside_it(
-    installed: Installed,
+    installed: Standalone,
 ) -> None:
     where = installed.run(
         installed.bin("python"), "-c",
@@ -113,13 +86,13 @@ def test_the_apps_come_from_the_wheel_and_the_project_from_beside_it(
     assert not [path for path in where if path.startswith(str(ROOT))], where
 
 
-def test_check_deploy_with_production_settings_has_no_warning(installed: Installed) -> None:
+def test_check_deploy_with_production_settings_has_no_warning(installed: Standalone) -> None:
     out = installed.manage("check", "--deploy", "--fail-level", "WARNING")
     assert "System check identified no issues" in out, out
 
 
 @pytest.fixture(scope="module")
-def running(installed: Installed) -> Iterator[tuple[Installed, str, int]]:
+def running(installed: Standalone) -> Iterator[tuple[Standalone, str, int]]:
     """migrate, collectstatic, an admin token, then gunicorn, a worker and beat."""
     installed.manage("migrate", "--noinput", "-v", "0")
     installed.manage("collectstatic", "--noinput", "-v", "0")
