@@ -3,8 +3,10 @@
 `django-admin startproject config` (the settings package cookiecutter-django names
 `config`, the name the engine's own standalone project has too), `startapp shop`, then
 only what the engine asks of a host: its apps in INSTALLED_APPS, one URL line, and a
-Celery app made as Celery's Django guide makes it. No WORKFLOW_* setting and no
-engine-specific CELERY_* setting anywhere: the engine must run on its defaults.
+Celery app made as Celery's Django guide makes it. The shop app brings its functions
+(workflow_functions.py) and its workflows (workflows/<name>.json) the contract's way.
+No WORKFLOW_* setting and no engine-specific CELERY_* setting anywhere: the engine must
+run on its defaults.
 
 The host keeps API defaults of its own (session login, IsAuthenticated, pages of two),
 which the engine's views must neither take nor change.
@@ -66,6 +68,24 @@ from .celery import app as celery_app
 
 __all__ = ("celery_app",)
 """
+
+#: The host app's workflows, as definition files of its own (shop/workflows/<name>.json).
+WORKFLOWS = {
+    "checkout": {
+        "nodes": [
+            {"id": "total", "type": "function", "function": "shop.total",
+             "input": {"quantity": "{{ input.quantity }}", "price": "{{ input.price }}"}},
+        ],
+        "output": "{{ nodes.total.output }}",
+    },
+    "refund": {
+        "nodes": [
+            {"id": "refund", "type": "function", "function": "shop.refund",
+             "input": {"order": "{{ input.order }}"}, "retry_policy": {"max_attempts": 1}},
+        ],
+        "output": "{{ nodes.refund.output }}",
+    },
+}  # fmt: skip
 
 #: The host app's files (startapp made the package; these replace or add to its files).
 SHOP = {
@@ -242,6 +262,10 @@ def write_shop(project: Path) -> None:
         path = project / "shop" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(source).lstrip())
+    for name, definition in WORKFLOWS.items():
+        path = project / "shop" / "workflows" / f"{name}.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(definition, indent=2))
 
 
 def make_host(project: Path, *, database: dict[str, str], broker_url: str) -> None:

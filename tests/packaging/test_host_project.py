@@ -35,7 +35,7 @@ from executions.supervisor import WORKER_READY, Supervisor, free_port, listening
 from tests.ci import missing
 from tests.packaging.context import ROOT
 from tests.packaging.fresh_venv import Installed, environment, install
-from tests.packaging.host_project import make_host
+from tests.packaging.host_project import WORKFLOWS, make_host
 from tests.waiting import eventually, scaled
 
 # Building the wheel, installing it and migrating a new database come first: far past the
@@ -49,21 +49,6 @@ EXECUTION_WAIT_SECONDS = 120
 #: its flush. WORKFLOW_TEST_HOST_BROKER_URL names another.
 BROKER_DB_OFFSET = 8
 TERMINAL = ("succeeded", "failed", "cancelled")
-
-CHECKOUT = {
-    "nodes": [
-        {"id": "total", "type": "function", "function": "shop.total",
-         "input": {"quantity": "{{ input.quantity }}", "price": "{{ input.price }}"}},
-    ],
-    "output": "{{ nodes.total.output }}",
-}  # fmt: skip
-REFUND = {
-    "nodes": [
-        {"id": "refund", "type": "function", "function": "shop.refund",
-         "input": {"order": "{{ input.order }}"}, "retry_policy": {"max_attempts": 1}},
-    ],
-    "output": "{{ nodes.refund.output }}",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -143,7 +128,8 @@ class Host(Installed):
 
 @pytest.fixture(scope="module")
 def host(wheel: Path, services: Services, tmp_path_factory: pytest.TempPathFactory) -> Host:
-    """startproject config, startapp shop, the host's edits, migrate, two users."""
+    """startproject config, startapp shop, the host's edits, migrate, its workflow files
+    synced, two users."""
     base = tmp_path_factory.mktemp("host")
     # The host's server is its own choice: it installs gunicorn itself.
     venv = install(wheel, base, "gunicorn")
@@ -156,6 +142,9 @@ def host(wheel: Path, services: Services, tmp_path_factory: pytest.TempPathFacto
     make_host(workdir, database=services.database, broker_url=services.broker_url)
     host.manage("makemigrations", "shop", "-v", "0")
     host.manage("migrate", "--noinput", "-v", "0")
+    synced = host.manage("sync_workflows")
+    lines = sorted(line for line in synced.splitlines() if line.startswith(tuple(WORKFLOWS)))
+    assert lines == [f"{name}: created" for name in sorted(WORKFLOWS)], synced
     host.manage(
         "createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com",
         extra={"DJANGO_SUPERUSER_PASSWORD": host.password},
@@ -201,7 +190,7 @@ def post_form(client: httpx.Client, path: str, body: object) -> httpx.Response:
 
 @pytest.fixture(scope="module")
 def running(host: Host) -> Iterator[Running]:
-    """gunicorn, a worker and beat as a host runs them, and the two workflows."""
+    """gunicorn, a worker and beat as a host runs them."""
     token = re.search(r"Generated token (\w+)", host.manage("drf_create_token", "admin"))
     assert token, "drf_create_token printed no token"
     port = free_port()
@@ -219,11 +208,7 @@ def running(host: Host) -> Iterator[Running]:
         ]
         for process in started:
             process.wait_ready(timeout=scaled(60))
-        live = Running(host, f"http://127.0.0.1:{port}", token[1], supervisor)
-        for name, definition in (("checkout", CHECKOUT), ("refund", REFUND)):
-            made = live.engine("POST", "workflows", {"name": name, "definition": definition})
-            assert made.status_code == 201, made.text
-        yield live
+        yield Running(host, f"http://127.0.0.1:{port}", token[1], supervisor)
     finally:
         logs = supervisor.logs()
         supervisor.stop()
