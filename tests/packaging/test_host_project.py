@@ -127,7 +127,7 @@ class Host(Installed):
 
 
 @pytest.fixture(scope="module")
-def host(wheel: Path, services: Services, tmp_path_factory: pytest.TempPathFactory) -> Host:
+def host(services: Services, wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Host:
     """startproject config, startapp shop, the host's edits, migrate, its workflow files
     synced, two users."""
     base = tmp_path_factory.mktemp("host")
