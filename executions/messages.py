@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from celery import current_app
 from django.db import transaction
 
-from workflows.celery import NODES_QUEUE
+from workflows.celery import NODES_QUEUE, ORCHESTRATOR_QUEUE
 from workflows.conf import engine_settings
 
 log = logging.getLogger(__name__)
@@ -140,11 +141,16 @@ def publish_parent_notify(child_id: str) -> None:
     _safely(lambda: notify_parent.apply_async(args=(child_id,)), f"notify parent of {child_id}")
 
 
-def publish_schedule_release(schedule_id: str) -> None:
-    from executions.schedules.tasks import release_schedule
+#: executions.schedules.tasks.release_schedule, published by name: the schedules' tasks
+#: sit above this module (they start executions, which send messages through it).
+RELEASE_SCHEDULE_TASK = "executions.schedules.tasks.release_schedule"
 
+
+def publish_schedule_release(schedule_id: str) -> None:
     _safely(
-        lambda: release_schedule.apply_async(args=(schedule_id,)),
+        lambda: current_app.send_task(
+            RELEASE_SCHEDULE_TASK, args=(schedule_id,), queue=ORCHESTRATOR_QUEUE
+        ),
         f"release schedule {schedule_id}",
     )
 
