@@ -24,7 +24,7 @@ TARGETS = {
     "sweep_tick_ms": ("<=", 50.0),
     "map_ratio": ("<=", 1.2),
     "concurrent_ratio": (">=", 0.5),
-    # Issue 11: run_task messages per attempt over a wide map, and none left queued.
+    # Broker load: run_task messages per attempt over a wide map, and none left queued.
     "broker_messages_per_attempt": ("<=", 2.0),
     "broker_queue_at_end": ("<=", 0.0),
 }

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The example of CONTRACT.md section 2, verbatim.
-CONTRACT_EXAMPLE: dict[str, Any] = {
+#: A user-signup workflow: function, http and delay nodes, a fan-out of two functions,
+#: a retry policy and an output.
+SIGNUP_DEFINITION: dict[str, Any] = {
     "nodes": [
         {
             "id": "verify",

@@ -1,5 +1,6 @@
-"""Engine keys and client keys never meet (issue 9, item 4); sub-workflows nest boundedly
-and a workflow-to-workflow cycle is refused when a version would close it (issue 8)."""
+"""Engine keys (schedule ticks, sub-workflow children) and client idempotency keys never
+meet; sub-workflows nest only to the depth limit, and a version that would close a
+workflow-to-workflow cycle is refused with a 400."""
 
 from __future__ import annotations
 

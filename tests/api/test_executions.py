@@ -1,4 +1,4 @@
-"""The executions API (CONTRACT §4) without workers: starting, reading, errors."""
+"""The executions REST API without workers: starting, reading, errors."""
 
 from __future__ import annotations
 

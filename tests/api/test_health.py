@@ -1,4 +1,4 @@
-"""GET /healthz and GET /metrics (CONTRACT §4), against the real database and broker."""
+"""GET /healthz and GET /metrics, against the real database and broker."""
 
 from __future__ import annotations
 

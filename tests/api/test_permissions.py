@@ -1,4 +1,4 @@
-"""Permissions through the real API (CONTRACT §6): every endpoint x role -> the status it
+"""Permissions through the real API: every endpoint x role -> the status it
 gives. Users hold exactly one shipped group (or none); a superuser has everything."""
 
 from __future__ import annotations

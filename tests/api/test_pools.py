@@ -1,6 +1,6 @@
-"""Pools (CONTRACT §6 "Flow and time") and the per-execution in-flight cap, through the
-API and the services a worker calls: the claim gate, the dispatch that follows a freed
-slot, held attempts, and what `why` says of them. Messages are recorded, not sent (the
+"""Pools (slots shared by every execution) and the per-execution in-flight cap, through
+the API and the services a worker calls: the claim gate, the dispatch that follows a
+freed slot, held attempts, and what `why` says of them. Messages are recorded, not sent (the
 real broker and workers are tests/integration/test_capacity.py's)."""
 
 from __future__ import annotations

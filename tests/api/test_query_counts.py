@@ -227,7 +227,7 @@ def _map_item_queries(items: int) -> tuple[int, int]:
 
 def test_a_map_items_life_cycle_costs_the_same_queries_at_any_map_size() -> None:
     """Claiming and completing an item (which starts the next) touches that item and the
-    next, whatever the number of items (issue 11: flat cost per item)."""
+    next, whatever the number of items: a flat cost per item."""
     small, large = _map_item_queries(5), _map_item_queries(500)
     assert small == large, f"map item: {small} queries at 5 items, {large} at 500"
     claim, complete = large

@@ -1,4 +1,4 @@
-"""Safe defaults (issue 9 item 6): no start with DEBUG off and the built-in SECRET_KEY, TLS
+"""Safe defaults: no start with DEBUG off and the built-in SECRET_KEY, TLS
 settings from the environment, run_demo leaves existing users alone, tokens masked in the
 admin, /healthz says what is down without echoing connection details."""
 

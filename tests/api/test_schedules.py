@@ -1,4 +1,4 @@
-"""The schedules API (CONTRACT §4) and the beat entry each schedule owns; no workers."""
+"""The schedules REST API and the beat entry each schedule owns; no workers."""
 
 from __future__ import annotations
 

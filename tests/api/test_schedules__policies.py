@@ -1,4 +1,4 @@
-"""Schedules' catch-up, overlap and PATCH (CONTRACT §6), with an injected clock: the
+"""Schedules' catch-up, overlap and PATCH, with an injected clock: the
 fire times handled and what came of each, one per (schedule, fire time)."""
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def test_idempotency_key_header_and_typed_bodies() -> None:
 def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
     import jsonschema
 
-    from tests.examples import CONTRACT_EXAMPLE
+    from tests.examples import SIGNUP_DEFINITION
     from workflows.dsl import TRIGGER_RULES
     from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
     from workflows.dsl.parser import TOP_FIELDS
@@ -122,7 +122,7 @@ def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
 
     components = _schema()["components"]
     root = {"components": components, **components["schemas"]["Definition"]}
-    jsonschema.Draft4Validator(root).validate(CONTRACT_EXAMPLE)
+    jsonschema.Draft4Validator(root).validate(SIGNUP_DEFINITION)
     schemas = components["schemas"]
     for kind, fields in TYPE_FIELDS.items():
         # The parser's fields for the kind, a pool only where a worker runs it.

@@ -1,4 +1,4 @@
-"""Strict input (issue 8, item 4): every query parameter and body field is parsed to exactly
+"""Strict input: every query parameter and body field is parsed to exactly
 what the schema documents; anything else is a 400 naming it, never a 500 and never a
 silent fallback. Only JSON bodies; every list has a capped page size."""
 

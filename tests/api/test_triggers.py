@@ -1,4 +1,4 @@
-"""Event triggers (CONTRACT §6): /triggers and POST /events, no workers."""
+"""Event triggers: /triggers and POST /events, no workers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The workflows API (CONTRACT §4): create, read, version; every rejection is a 400 (or
+"""The workflows REST API: create, read, version; every rejection is a 400 (or
 413) with a "detail", and a bad definition names each node and field."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tests.examples import CONTRACT_EXAMPLE
+from tests.examples import SIGNUP_DEFINITION
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 pytestmark = pytest.mark.django_db
 
-DEFINITION: dict[str, Any] = CONTRACT_EXAMPLE
+DEFINITION: dict[str, Any] = SIGNUP_DEFINITION
 ONE_NODE: dict[str, Any] = {"nodes": [{"id": "only", "type": "function", "function": "std.noop"}]}
 
 

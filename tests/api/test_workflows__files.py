@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from tests.examples import CONTRACT_EXAMPLE
+from tests.examples import SIGNUP_DEFINITION
 
 ECHO: dict[str, Any] = {"nodes": [{"id": "say", "type": "function", "function": "std.echo"}]}
 
@@ -28,7 +28,7 @@ def validate(*paths: Path) -> str:
 
 def test_valid_files_are_reported_valid(tmp_path: Path) -> None:
     good = tmp_path / "signup.json"
-    good.write_text(json.dumps(CONTRACT_EXAMPLE, indent=2))
+    good.write_text(json.dumps(SIGNUP_DEFINITION, indent=2))
     echo = tmp_path / "echo.json"
     echo.write_text(json.dumps(ECHO))
     assert validate(good, echo).splitlines() == [f"{good}: valid", f"{echo}: valid"]
@@ -121,7 +121,7 @@ def test_the_editor_schema_checks_definitions_as_the_published_one() -> None:
     assert schema["$schema"] == "http://json-schema.org/draft-04/schema#"
     validator = jsonschema.Draft4Validator(schema)
     validator.check_schema(schema)
-    validator.validate(CONTRACT_EXAMPLE)
+    validator.validate(SIGNUP_DEFINITION)
     unknown_field = {"nodes": [{**ECHO["nodes"][0], "retries": 3}]}
     assert not validator.is_valid(unknown_field)
     assert not validator.is_valid({"nodes": [{"id": "a", "type": "teleport"}]})

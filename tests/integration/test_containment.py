@@ -1,4 +1,4 @@
-"""Containment on real workers (issue 8): whatever breaks inside one execution ends that
+"""Containment on real workers: whatever breaks inside one execution ends that
 execution failed with an error naming what broke, and the executions started after it
 still time out, retry and finish on time (the `canary`).
 

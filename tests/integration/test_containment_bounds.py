@@ -1,4 +1,4 @@
-"""Bounds on work, on real workers (issue 8): each offender is refused with a 400 that names
+"""Bounds on work, on real workers: each offender is refused with a 400 that names
 the setting, or ends its own execution failed with an error that does; and an unrelated
 execution started after it still times out, retries and finishes on time (the canary of
 test_containment.py)."""

@@ -1,4 +1,4 @@
-"""Issue 4 on real workers: cancel, retry, replay, point-in-time state."""
+"""Execution control on real workers: cancel, retry, replay, point-in-time state."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Issue 2 end to end: real worker and beat processes, on whatever database and broker
-the run is configured with (./dev test runs this file on PostgreSQL + Redis and again on
-the embedded SQLite + filesystem broker)."""
+"""The core engine end to end (a DAG in order, HTTP retries with backoff, a non-retryable
+failure, a delay that holds no worker): real worker and beat processes, on whatever
+database and broker the run is configured with (./dev test runs this file on PostgreSQL +
+Redis and again on the embedded SQLite + filesystem broker)."""
 
 from __future__ import annotations
 

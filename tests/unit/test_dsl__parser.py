@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.examples import CONTRACT_EXAMPLE
+from tests.examples import SIGNUP_DEFINITION
 from workflows.dsl import (
     NODE_TYPES,
     TRIGGER_RULES,
@@ -714,7 +714,7 @@ def test_error_message_lists_every_problem() -> None:
 
 
 def test_accepts_the_contract_example() -> None:
-    raw = copy.deepcopy(CONTRACT_EXAMPLE)
+    raw = copy.deepcopy(SIGNUP_DEFINITION)
     definition = parse_definition(raw, function_exists=lambda name: name == "std.echo")
     assert isinstance(definition, Definition)
     assert [n.id for n in definition.nodes] == ["verify", "workspace", "cool_off", "email", "team"]
@@ -729,7 +729,7 @@ def test_accepts_the_contract_example() -> None:
     assert definition.retry_policy == RetryPolicy(max_attempts=3, max_interval_seconds=300)
     assert definition.output == "{{ nodes.team.output }}"
     assert definition.sinks == ("email", "team")
-    assert raw == CONTRACT_EXAMPLE, "parsing must not mutate its input"
+    assert raw == SIGNUP_DEFINITION, "parsing must not mutate its input"
 
 
 def test_normalizes_and_merges() -> None:
@@ -891,12 +891,12 @@ def test_arbitrary_input_raises_only_definition_error(raw: object) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    index=st.integers(0, len(CONTRACT_EXAMPLE["nodes"]) - 1),
+    index=st.integers(0, len(SIGNUP_DEFINITION["nodes"]) - 1),
     key=st.sampled_from([*KEYS, "id", "x"]),
     value=_values(bodies),
 )
 def test_mutated_example_raises_only_definition_error(index: int, key: str, value: Any) -> None:
-    raw = copy.deepcopy(CONTRACT_EXAMPLE)
+    raw = copy.deepcopy(SIGNUP_DEFINITION)
     raw["nodes"][index][key] = value
     try:
         result = parse_definition(raw, function_exists=lambda name: name == "std.echo")

@@ -1,7 +1,7 @@
-"""The shipped code and the standalone project say what they mean: no comment, docstring
-or string points at a section of a planning document or at an issue number ("CONTRACT
-§6", "issue 8"), which a reader of the code (or of /schema, where view docstrings are
-published) does not have."""
+"""The shipped code, the standalone project, the tests, the benchmarks and the scripts say
+what they mean: no comment, docstring or string points at a section of a planning document
+or at an issue number ("CONTRACT §6", "issue 8"), which a reader of the code (or of
+/schema, where view docstrings are published) does not have."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("workflows", "executions", "nodes", "config")
+PACKAGES = ("workflows", "executions", "nodes", "config", "tests", "bench", "scripts")
+#: This file, whose check of the pattern holds a reference on purpose.
+SELF = Path(__file__).resolve()
 REFERENCE = re.compile(r"CONTRACT|§|\b[Ii]ssues? #?\d+\b")
 
 
@@ -21,14 +23,25 @@ def references(text: str) -> list[tuple[int, str]]:
     ]
 
 
+def sources() -> list[Path]:
+    """Every .py file of PACKAGES, and manage.py, but this file."""
+    paths = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
+    return [path for path in [*paths, ROOT / "manage.py"] if path.resolve() != SELF]
+
+
 def test_no_source_file_cites_the_contract_or_an_issue() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{number}: {line}"
-        for package in PACKAGES
-        for path in sorted((ROOT / package).rglob("*.py"))
+        for path in sources()
         for number, line in references(path.read_text())
     ]
     assert not found, "say what is meant instead:\n" + "\n".join(found)
+
+
+def test_the_scan_reaches_the_tests_bench_and_scripts_but_not_itself() -> None:
+    scanned = {path.relative_to(ROOT).parts[0] for path in sources()}
+    assert {"tests", "bench", "scripts", "manage.py"} <= scanned, scanned
+    assert SELF not in {path.resolve() for path in sources()}
 
 
 def test_the_check_sees_each_form() -> None:
