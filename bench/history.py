@@ -75,8 +75,8 @@ def insert_history(version, size: int):
     from executions.definitions import definition_for
     from executions.engine.fold import apply_event, fold
     from executions.engine.state import ExecutionState
+    from executions.kernel.projections import create_tasks, project
     from executions.models import Event, Execution
-    from executions.projections import create_tasks, project
 
     definition = definition_for(version.pk)
     execution_id = uuid.uuid4()

@@ -23,8 +23,8 @@ class EngineScenarios(BenchBase):
         from django.db import connection, transaction
         from django.test.utils import CaptureQueriesContext
 
+        from executions.kernel.advance import execution_advance
         from executions.models import Event, Execution
-        from executions.services.advance import execution_advance
 
         version = make_version("retry-forever", RETRY_FOREVER)
         timings: dict[int, list[float]] = {}
@@ -71,9 +71,9 @@ class EngineScenarios(BenchBase):
     def verify(self, version, size: int, runs: int) -> None:
         from django.core.management import call_command
 
-        from executions import store
         from executions.definitions import definition_for
         from executions.engine.verify import verify
+        from executions.kernel import store
 
         t0 = time.perf_counter()
         execution_id, _ = insert_history(version, size)

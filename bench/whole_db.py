@@ -94,8 +94,8 @@ def copy_rows(definition: Any, version: Any, events: list[Any], execution_id: uu
     from executions.engine.state import NodeState
     from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
     from executions.integrity import expected_attempts, expected_timers
+    from executions.kernel.projections import execution_fields, task_fields
     from executions.models import Attempt, Event, Execution, Task, Timer
-    from executions.projections import execution_fields, task_fields
 
     state = fold(events, execution_id=str(execution_id))
     hashes = chained(events)
@@ -215,9 +215,9 @@ def _long_template() -> tuple[Any, Any, Any]:
 def verify_only_rate() -> float:
     """events/s of verify_log alone (no reading, no chain, no rows) over the same logs:
     what the single-execution path spends on decisions, for comparison."""
-    from executions import store
     from executions.definitions import definition_for
     from executions.engine.verify import verify_log
+    from executions.kernel import store
     from executions.models import Execution
 
     spent, count = 0.0, 0

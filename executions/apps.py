@@ -13,8 +13,11 @@ class ExecutionsConfig(AppConfig):
         configure_limits()
 
         # Imported once the models are: beat_init makes beat's scheduler keep the sweeper
-        # (beat.py), and the worker signals set up what every worker needs (hooks.py).
+        # (beat.py), the worker signals set up what every worker needs (hooks.py), and
+        # every unit of work stages the metrics' deltas with its events (tally.py).
         from executions import beat  # noqa: F401
+        from executions.metrics import tally
         from executions.worker import hooks
 
         hooks.connect()
+        tally.register()

@@ -12,8 +12,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from executions import store
 from executions.engine.statuses import ExecutionStatus, values
+from executions.kernel import store
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
 from executions.services import bulk, control, signals, whatif, why

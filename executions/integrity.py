@@ -17,7 +17,6 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine.chain import Linked, first_break
 from executions.engine.events import Event, EventType
@@ -27,9 +26,10 @@ from executions.engine.nodes import WORKER_TYPES
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
 from executions.engine.verify import verify_log
+from executions.kernel import store
+from executions.kernel.lock import lock_execution
+from executions.kernel.projections import differences, rebuild
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer, TimerKind
-from executions.projections import differences, rebuild
-from executions.services.advance import decide_into
 from workflows.dsl import Definition
 
 #: The stored status of an attempt once its result event is in the log: the inbox's own
@@ -171,7 +171,7 @@ def _attempt_problems(
 
 
 #: How far an attempt row may be ahead of the log while its facts wait in the inbox
-#: (executions/inbox.py): claimed, or finished, before the lock's holder logged it.
+#: (executions/kernel/inbox.py): claimed, or finished, before the lock's holder logged it.
 _AHEAD = {
     AttemptStatus.SCHEDULED: {AttemptStatus.RUNNING, *_RESULT_STATUS.values()},
     AttemptStatus.RUNNING: set(_RESULT_STATUS.values()),
@@ -212,11 +212,12 @@ def _at(key: tuple[str, int]) -> str:
 def rebuild_rows(execution_id: UUID | str) -> None:
     """Rewrite projections, attempts and timers of one execution from its log."""
     with transaction.atomic():
-        execution = store.lock_execution(execution_id)
+        locked = lock_execution(execution_id)
+        execution = locked.execution
         # What waits in the inbox goes into the log first: the rows are rebuilt from it.
-        work = store.UnitOfWork(execution, store.load_state(execution))
+        work = store.UnitOfWork(locked, store.load_state(execution))
         if work.pending:
-            decide_into(work)
+            work.decide()
             work.commit(decided=True)
         events = store.engine_events(execution.pk)
         state = fold(events, execution_id=str(execution.pk))

@@ -1,5 +1,10 @@
 """Celery messages, published after commit. The broker is only a wake-up call: if a
-publish fails, the sweeper finds the row that needed it and publishes again."""
+publish fails, the sweeper finds the row that needed it and publishes again.
+
+Every task is published by its name, with its queue and the engine's serializer (what
+`apply_async` would add from the task object), so this module imports no task: the tasks
+sit above it (they run services, which send messages through it).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ from typing import Any, NamedTuple
 from celery import current_app
 from django.db import transaction
 
-from workflows.celery import NODES_QUEUE, ORCHESTRATOR_QUEUE
+from workflows.celery import NODES_QUEUE, ORCHESTRATOR_QUEUE, TASK_OPTIONS
 from workflows.conf import engine_settings
+from workflows.models import WorkflowDefinition
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +41,37 @@ def attempt_name(workflow: str, node_id: str, attempt: int) -> str:
 @lru_cache(maxsize=1024)
 def workflow_name(workflow_id: int) -> str:
     """A workflow's name for attempt_name (names are slugs given at creation)."""
-    from workflows.models import WorkflowDefinition
-
     return WorkflowDefinition.objects.values_list("name", flat=True).get(pk=workflow_id)
 
 
 def node_queue(node_type: str) -> str:
     """The queue WORKFLOW_NODE_QUEUES gives this node type, else the `nodes` queue."""
     return engine_settings.NODE_QUEUES.get(node_type, NODES_QUEUE)
+
+
+#: The tasks published here, by name (executions/tasks.py, executions/worker/runtime.py,
+#: executions/schedules/tasks.py), and the queue each is published to (run_task's: its
+#: node type's, node_queue). Named as Celery registers them; tests/unit checks they are.
+RUN_TASK = "nodes.tasks.run_task"
+FIRE_TIMER = "executions.tasks.fire_timer"
+NOTIFY_PARENT = "executions.tasks.notify_parent"
+ADMIT = "executions.tasks.admit"
+CANCEL_EXECUTION = "executions.tasks.cancel_execution"
+RELEASE_SCHEDULE = "executions.schedules.tasks.release_schedule"
+QUEUES = {
+    FIRE_TIMER: ORCHESTRATOR_QUEUE,
+    NOTIFY_PARENT: ORCHESTRATOR_QUEUE,
+    ADMIT: ORCHESTRATOR_QUEUE,
+    CANCEL_EXECUTION: ORCHESTRATOR_QUEUE,
+    RELEASE_SCHEDULE: ORCHESTRATOR_QUEUE,
+}
+
+
+def send(name: str, args: tuple[Any, ...], *, queue: str | None = None, **options: Any) -> Any:
+    """Publish task `name` as its own apply_async would: to its queue, in JSON."""
+    queue = queue or QUEUES[name]
+    serializer = TASK_OPTIONS["serializer"]
+    return current_app.send_task(name, args=args, queue=queue, serializer=serializer, **options)
 
 
 def broker_priority(priority: int) -> int:
@@ -78,8 +107,6 @@ def publish_attempt(
     `node_type`: routes it to the type's own queue, if WORKFLOW_NODE_QUEUES names one;
     `priority`: the execution's (Execution.priority); `producer`: one already holding a
     broker connection (publish_attempts), else one is taken from the pool for this."""
-    from executions.worker.runtime import run_task
-
     options: dict[str, Any] = {
         "priority": broker_priority(priority),
         "queue": node_queue(node_type),
@@ -87,10 +114,9 @@ def publish_attempt(
     if producer is not None:
         options["producer"] = producer
 
-    def send() -> object:
-        return run_task.apply_async(args=(attempt_id,), shadow=shadow, **options)
-
-    _safely(send, f"attempt {attempt_id}")
+    _safely(
+        lambda: send(RUN_TASK, (attempt_id,), shadow=shadow, **options), f"attempt {attempt_id}"
+    )
 
 
 def publish_attempts(batch: Sequence[AttemptMessage]) -> None:
@@ -101,10 +127,8 @@ def publish_attempts(batch: Sequence[AttemptMessage]) -> None:
         for message in batch:
             _each(message, None)
         return
-    from executions.worker.runtime import run_task
-
     try:
-        with run_task.app.producer_or_acquire() as producer:
+        with current_app.producer_or_acquire() as producer:
             for message in batch:
                 _each(message, producer)
     except Exception:  # no connection to take: the sweeper republishes from the database
@@ -125,48 +149,27 @@ def _each(message: AttemptMessage, producer: Any) -> None:
 
 
 def publish_timer(timer_id: int, delay_seconds: float) -> None:
-    from executions.tasks import fire_timer
-
     if delay_seconds <= MAX_COUNTDOWN_SECONDS:
         countdown = max(delay_seconds, 0.0)
-        _safely(
-            lambda: fire_timer.apply_async(args=(timer_id,), countdown=countdown),
-            f"timer {timer_id}",
-        )
+        _safely(lambda: send(FIRE_TIMER, (timer_id,), countdown=countdown), f"timer {timer_id}")
 
 
 def publish_parent_notify(child_id: str) -> None:
-    from executions.tasks import notify_parent
-
-    _safely(lambda: notify_parent.apply_async(args=(child_id,)), f"notify parent of {child_id}")
-
-
-#: executions.schedules.tasks.release_schedule, published by name: the schedules' tasks
-#: sit above this module (they start executions, which send messages through it).
-RELEASE_SCHEDULE_TASK = "executions.schedules.tasks.release_schedule"
+    _safely(lambda: send(NOTIFY_PARENT, (child_id,)), f"notify parent of {child_id}")
 
 
 def publish_schedule_release(schedule_id: str) -> None:
-    _safely(
-        lambda: current_app.send_task(
-            RELEASE_SCHEDULE_TASK, args=(schedule_id,), queue=ORCHESTRATOR_QUEUE
-        ),
-        f"release schedule {schedule_id}",
-    )
+    _safely(lambda: send(RELEASE_SCHEDULE, (schedule_id,)), f"release schedule {schedule_id}")
 
 
 def publish_admit(workflow_id: int, key: str) -> None:
     """Run admission for a concurrency key (services/admission.py): one of its executions
     ended, or one was held."""
-    from executions.tasks import admit
-
-    _safely(lambda: admit.apply_async(args=(workflow_id, key)), f"admit {workflow_id}:{key}")
+    _safely(lambda: send(ADMIT, (workflow_id, key)), f"admit {workflow_id}:{key}")
 
 
 def publish_cancel(execution_id: str) -> None:
-    from executions.tasks import cancel_execution
-
-    _safely(lambda: cancel_execution.apply_async(args=(execution_id,)), f"cancel {execution_id}")
+    _safely(lambda: send(CANCEL_EXECUTION, (execution_id,)), f"cancel {execution_id}")
 
 
 class Outbox:

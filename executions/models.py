@@ -94,7 +94,7 @@ class Execution(models.Model):
 
     #: Not a column. True on an execution begun before any of its rows was written
     #: (services/start.py): its first unit of work inserts the row and its Task rows as
-    #: they were decided (projections.py), one INSERT each instead of an INSERT and an
+    #: they were decided (kernel/projections.py), one INSERT each instead of an INSERT and an
     #: UPDATE; cleared once they are.
     tasks_unwritten: bool = False
 
@@ -287,7 +287,7 @@ class Attempt(models.Model):
     scheduled_at = models.DateTimeField()
     #: When its run_task message was last sent. NULL while scheduled: held, not in the
     #: broker (its pool is full or its execution has WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION
-    #: messages out); executions/services/capacity.py publishes it when there is room.
+    #: messages out); executions/kernel/capacity.py publishes it when there is room.
     published_at = models.DateTimeField(null=True, blank=True)
     #: When it was released into the broker, the first of its current run of messages
     #: (at scheduling when not held; at its top-up, pool dispatch or resume when held);
@@ -321,7 +321,7 @@ class Attempt(models.Model):
     result = models.JSONField(null=True, blank=True)
     #: A claim or a result was written here by a worker that found the execution's lock
     #: taken: the next unit of work under that lock appends it to the log (the inbox,
-    #: executions/inbox.py). False once the log has what the row says.
+    #: executions/kernel/inbox.py). False once the log has what the row says.
     unlogged = models.BooleanField(default=False)
 
     class Meta:
@@ -340,7 +340,7 @@ class Attempt(models.Model):
                 name="attempt_pool_idx",
             ),
             # An execution's scheduled attempts, held (published_at NULL) or in the broker:
-            # both counted and picked at every top-up (services/capacity.py), few rows each.
+            # both counted and picked at every top-up (kernel/capacity.py), few rows each.
             models.Index(
                 fields=["execution", "published_at"],
                 condition=Q(status="scheduled"),

@@ -8,11 +8,15 @@ import contextlib
 from uuid import UUID
 
 from executions.engine.events import Source
+from executions.models import Execution
 
 # Celery's autodiscovery imports an app's tasks module: the schedules' tasks come with it.
 from executions.schedules.tasks import release_schedule as release_schedule
 from executions.schedules.tasks import run_schedule as run_schedule
+from executions.services.admission import admit as admit_key
+from executions.services.children import parent_notify
 from executions.services.containment import boundary, execution_of_timer
+from executions.services.control import NotAllowed, execution_cancel
 from executions.services.sweep import sweep as run_sweep
 from executions.services.timers import timer_fire
 from executions.worker.runtime import run_task
@@ -44,9 +48,6 @@ def sweep() -> dict[str, int]:
 
 @engine_task(queue=ORCHESTRATOR_QUEUE)
 def notify_parent(child_id: str) -> None:
-    from executions.models import Execution
-    from executions.services.children import parent_notify
-
     def parent_of() -> UUID | None:
         rows = Execution.objects.filter(pk=child_id).values_list("parent_execution_id", flat=True)
         return rows.first()
@@ -58,8 +59,6 @@ def notify_parent(child_id: str) -> None:
 
 @engine_task(queue=ORCHESTRATOR_QUEUE)
 def admit(workflow_id: int, key: str) -> None:
-    from executions.services.admission import admit as admit_key
-
     # Each held execution's failed start is contained inside; what else fails is no one
     # execution's (the sweeper runs admission again).
     with boundary("admission", lambda: None, source=Source.WORKER, reraise_transient=True):
@@ -68,8 +67,6 @@ def admit(workflow_id: int, key: str) -> None:
 
 @engine_task(queue=ORCHESTRATOR_QUEUE)
 def cancel_execution(execution_id: str) -> None:
-    from executions.services.control import NotAllowed, execution_cancel
-
     with _for(execution_id, "cancel"), contextlib.suppress(NotAllowed):
         # NotAllowed: it ended on its own first.
         execution_cancel(execution_id=execution_id, by="parent cancelled")

@@ -59,7 +59,7 @@ class Pool(models.Model):
     `"pool": "<name>"` runs only while fewer than `slots` attempts of the pool run.
 
     The count is the running Attempt rows naming the pool, read under this row's lock by
-    whoever claims one (executions/services/capacity.py), so any number of workers agree.
+    whoever claims one (executions/kernel/capacity.py), so any number of workers agree.
     """
 
     name = models.CharField(max_length=100, unique=True, validators=[slug_validator])

@@ -2,7 +2,7 @@
 per-execution in-flight cap (WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION).
 
 A held attempt is scheduled (its task_scheduled is in the log) but has no message in the
-broker. The shell (executions/services/capacity.py) reads the counts and the waiting list
+broker. The shell (executions/kernel/capacity.py) reads the counts and the waiting list
 under the pool's (or the execution's) lock, asks `release` which to publish, marks them
 published and sends their messages after commit. The claim gate is the hard bound (it
 counts running attempts under the pool lock); this choice only keeps the broker from

@@ -48,7 +48,7 @@ class AttemptRow:
     worker: str = ""
     lease_expires_at: datetime | None = None
     #: False: held, not in the broker (its pool is full, or its execution has its cap of
-    #: messages out: executions/services/capacity.py).
+    #: messages out: executions/kernel/capacity.py).
     published: bool = True
 
 

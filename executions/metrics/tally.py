@@ -1,6 +1,6 @@
 """What one unit of work changes in the metrics, staged in the same transaction as its events.
 
-The store's UnitOfWork (executions/store.py) notes the statuses its events are about to
+The store's UnitOfWork (executions/kernel/store.py) notes the statuses its events are about to
 change and, at commit, inserts one MetricDelta row: status moves, counts of events by kind,
 and the attempts that finished (their durations are read at scrape time from the Attempt
 rows). The insert never contends with another transaction (no counter row is updated
@@ -18,6 +18,7 @@ from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.state import ExecutionState
+from executions.kernel import store
 from executions.metrics.models import MetricDelta
 from workflows.dsl.model import COMPENSATION_SUFFIX, Definition
 
@@ -41,6 +42,13 @@ RESULTS = {
 GLOBAL, WORKFLOW = None, ""
 
 
+def register() -> None:
+    """Every unit of work stages its deltas with its events from now on (the kernel knows
+    no metrics: it calls the watchers registered with it). ExecutionsConfig.ready calls
+    this in every process."""
+    store.watch(Tally)
+
+
 def born_pending(node_id: str) -> bool:
     """Whether the node's Task row exists from the start (projections.create_tasks makes
     one per definition node); a map item's or a compensation's appears when first touched."""
@@ -48,7 +56,8 @@ def born_pending(node_id: str) -> bool:
 
 
 class Tally:
-    """The metrics side of one UnitOfWork: statuses before it, deltas at its commit."""
+    """The metrics side of one UnitOfWork (a store.Watcher): statuses before it, deltas at
+    its commit."""
 
     def __init__(self, state: ExecutionState) -> None:
         #: No event yet: the execution's rows are new to the metrics, counted at the first

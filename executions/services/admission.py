@@ -6,7 +6,7 @@ Counted in the database, so every worker, beat and API process agrees: admission
 executions (running, paused or cancelling: admitted and not ended), and starts the oldest
 held ones as far as engine/admission.py decides. A held execution's start admits at once
 where there is room; every ending (a held one's too: the next may fit where it did not)
-sends `admit` after its commit (effects.py); the sweeper runs admission for held keys as
+sends `admit` after its commit (kernel/effects.py); the sweeper runs admission for held keys as
 the backstop for a lost message. The queue's order is the time each joined it (held_at):
 a start_at execution joins when its time comes, behind those that waited before it.
 
@@ -34,11 +34,12 @@ from django.db import connection, transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine.admission import Held, to_admit
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import ExecutionStatus
+from executions.kernel.advance import begin
+from executions.kernel.lock import lock_execution
 from executions.models import ConcurrencyKey, Execution
 from executions.services.containment import TRANSIENT, contain
 from workflows.dsl.concurrency import ConcurrencySpec
@@ -225,11 +226,10 @@ def _admit_locked(workflow_id: int, key: str) -> int:
 
 def _begin_held(execution_id: str) -> tuple[bool, bool]:
     """Admit one held execution in a savepoint: (started, could not even be failed)."""
-    from executions.services.start import begin
-
     try:
         with transaction.atomic():
-            execution = store.lock_execution(execution_id)
+            locked = lock_execution(execution_id)
+            execution = locked.execution
             if not execution.held or execution.status != ExecutionStatus.PENDING:
                 return False, False  # cancelled (or admitted) meanwhile
             start = execution.held_start or {}
@@ -237,7 +237,7 @@ def _begin_held(execution_id: str) -> tuple[bool, bool]:
             execution.save(update_fields=["held", "held_start"])
             reuse = [Decision(EventType(d["type"]), d["node_id"], d["attempt"], d["data"])
                      for d in start.get("reuse", ())]  # fmt: skip
-            begin(execution, reuse, faults=start.get("faults"))
+            begin(locked, reuse, faults=start.get("faults"))
             return True, False
     except TRANSIENT:
         raise

@@ -16,18 +16,19 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from executions import inbox, store
 from executions.definitions import definition_for
-from executions.engine.capacity import crowded
 from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.faults import faults_for
 from executions.engine.payloads import to_json
 from executions.engine.statuses import ExecutionStatus
+from executions.kernel import inbox, store
+from executions.kernel.advance import record_and_decide
+from executions.kernel.capacity import pool_admits, pool_of
+from executions.kernel.handle import Locked
+from executions.kernel.lock import after_commit, lock_execution, try_lock_execution
 from executions.models import Attempt, AttemptStatus, Execution
-from executions.services.advance import decide_into, record_and_decide
-from executions.services.capacity import in_flight_cap, pool_admits, pool_of
 from executions.services.recorded import recordable
 from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
@@ -54,7 +55,7 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         # task_started logged by the next unit of work, mostly its own result's.
         return _claim_unlocked(attempt_id, row, worker_id)
     with transaction.atomic():
-        return _claim_locked(store.lock_execution(row["execution_id"]), attempt_id, row, worker_id)
+        return _claim_locked(lock_execution(row["execution_id"]), attempt_id, row, worker_id)
 
 
 _CLAIM_COLUMNS = (
@@ -70,27 +71,27 @@ _CLAIM_COLUMNS = (
 
 
 def _claim_locked(
-    execution: Execution, attempt_id: int, row: dict[str, Any], worker_id: str
+    locked: Locked, attempt_id: int, row: dict[str, Any], worker_id: str
 ) -> Claimed | None:
     """The claim under the execution's lock: task_started goes straight into the log."""
+    execution = locked.execution
     if execution.status == ExecutionStatus.PAUSED:
         return None  # held, still scheduled: execution_resume publishes it again
-    work = store.UnitOfWork(execution, store.load_state(execution))
+    work = store.UnitOfWork(locked, store.load_state(execution))
     caught_up = execution.decided_seq == execution.last_seq
     if work.pending:
         # Results other workers left in the inbox: decided upon before this claim.
-        decide_into(work)
+        work.decide()
         caught_up = True
     # Only past its cap can an execution have attempts held for want of room.
-    crowded_before = crowded(work.state, in_flight_cap())
-    claimed = _claim_into(
-        work, attempt_id, row["node_id"], row["attempt"], worker_id, pool_of(row["pool_id"])
-    )
+    crowded_before = work.crowded()
+    pool = pool_of(row["pool_id"])
+    claimed = _claim_into(work, attempt_id, row["node_id"], row["attempt"], worker_id, pool)
     if claimed is not None or work.pending:
         if claimed is not None:
             # One of the execution's messages left the broker: room for a held attempt.
-            published = row["published_at"] is not None and not row["pool_id"]
-            work.claimed_published = work.claimed_published or (published and crowded_before)
+            published = row["published_at"] is not None
+            work.made_room(published=published, pool=pool, crowded_before=crowded_before)
         work.commit(decided=caught_up)  # task_started asks for no decision
     return claimed
 
@@ -98,7 +99,7 @@ def _claim_locked(
 def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Claimed | None:
     """scheduled -> running with one conditional UPDATE, the claim left in the row (the
     inbox) for the next unit of work to log, stamped with claimed_at: the result's, or
-    the sweeper's within a tick for an attempt that runs on (executions/inbox.py)."""
+    the sweeper's within a tick for an attempt that runs on (kernel/inbox.py)."""
     if row["execution__status"] == ExecutionStatus.PAUSED:
         return None  # held, still scheduled: execution_resume publishes it again
     node = definition_for(row["execution__version_id"]).node_for(row["node_id"])
@@ -159,7 +160,7 @@ def _claim_into(
         # Taken under the pool's lock, after its count: a slot's previous holder recorded
         # its result before that count saw it gone, so [task_started, result] intervals
         # read from the logs never overlap more than the pool's slots.
-        work.now = timezone.now()
+        work.restamp()
     node = definition_for(work.execution.version_id).node_for(node_id)
     if not _take(attempt_id, node, worker_id, work.now, unlogged=False):
         return None
@@ -335,7 +336,7 @@ def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
     node = definition_for(work.execution.version_id).node_for(node_id)
     if lease_seconds_for(node) != default or node.timeout_seconds:
         _lease(attempt_id, node, now)
-    work.held.capped -= 1  # one fewer for the commit's top-up to publish
+    work.took_held()
     return _started(work, attempt_id, node, attempt, worker_id)
 
 
@@ -412,14 +413,14 @@ def _finish(
     if only_if is not None:
         mine = mine.filter(only_if)
     # A worker's own result never waits for the lock: taken, it goes into the inbox
-    # (executions/inbox.py). A verdict on someone else's attempt (a timeout) is taken
+    # (kernel/inbox.py). A verdict on someone else's attempt (a timeout) is taken
     # under the lock, after the inbox: a result that came first wins.
-    lock = store.try_lock_execution if worker_id is not None else store.lock_execution
+    lock = try_lock_execution if worker_id is not None else lock_execution
     try:
         with transaction.atomic():
-            execution = lock(row["execution_id"])
-            if execution is not None:
-                return _finish_locked(execution, mine, row, status, result, source, claim_next_for)
+            locked = lock(row["execution_id"])
+            if locked is not None:
+                return _finish_locked(locked, mine, row, status, result, source, claim_next_for)
     except IntegrityError:
         # The constraint saw a second result for this attempt: someone recorded it first.
         return False, None
@@ -427,12 +428,12 @@ def _finish(
     if written:
         # Written, then looked: the holder looks after it lets go, so one of the two sees
         # it, whichever order their steps interleave in.
-        inbox.after_commit(str(row["execution_id"]))
+        after_commit(str(row["execution_id"]))
     return bool(written), None
 
 
 def _finish_locked(
-    execution: Execution,
+    locked: Locked,
     mine: QuerySet[Attempt],
     row: dict[str, Any],
     status: AttemptStatus,
@@ -443,9 +444,8 @@ def _finish_locked(
     """The result under the execution's lock: logged and decided upon in one unit."""
     if not mine.update(status=status, finished_at=timezone.now()):
         return False, None
-    work = record_and_decide(execution, [result], source=source)
-    if row["pool_id"]:
-        work.held.pools.add(row["pool_id"])  # its slot is free: dispatch after commit
+    work = record_and_decide(locked, [result], source=source)
+    work.freed_slot(row["pool_id"])
     nxt = None
     if claim_next_for is not None and not work.state.paused:
         # The next attempt is claimed in the same unit: one INSERT of the events,
@@ -456,6 +456,6 @@ def _finish_locked(
         # This worker comes back with the next unit as soon as nxt is done (or its lease
         # keeper does, if nxt runs on: executions/worker/runtime.py show_running): what
         # others leave in the inbox meanwhile goes in with it, not in a unit of its own.
-        work.recheck = False
+        work.look_later()
     work.commit(decided=True)
     return True, nxt

@@ -17,12 +17,12 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
-from executions import store
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
+from executions.kernel.advance import record_and_advance
+from executions.kernel.lock import lock_execution
 from executions.models import Attempt, AttemptStatus, Execution
-from executions.services.advance import record_and_advance
 from executions.services.attempts import Claimed, attempt_complete, attempt_fail, attempt_park
 from executions.services.start import execution_start
 from workflows.conf import engine_settings
@@ -82,7 +82,7 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
     )
     if created:
         with transaction.atomic():
-            locked = store.lock_execution(parent.pk)
+            locked = lock_execution(parent.pk)
             started = Decision(
                 EventType.CHILD_WORKFLOW_STARTED,
                 node.id,

@@ -23,12 +23,12 @@ from uuid import UUID
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from executions import store
 from executions.engine.containment import engine_error_data
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.kernel.advance import record_and_advance
+from executions.kernel.lock import lock_execution
 from executions.models import Attempt, AttemptStatus, Timer
-from executions.services.advance import record_and_advance
 from nodes.secrets import redact
 from workflows import logs
 
@@ -76,12 +76,13 @@ def execution_fail_engine_error(
     """Append engine_error to the execution and end it, in a fresh transaction (a savepoint
     inside an outer one). False: it had already ended, there is nothing to end."""
     with transaction.atomic():
-        execution = store.lock_execution(execution_id)
+        locked = lock_execution(execution_id)
+        execution = locked.execution
         if execution.status in EXECUTION_TERMINAL:
             return False
         # An exception's text may hold anything the worker held, a secret included.
         fact = Decision(EventType.ENGINE_ERROR, data=redact(engine_error_data(exc, where)))
-        record_and_advance(execution, [fact], source=source)
+        record_and_advance(locked, [fact], source=source)
         # The decisions cancelled every active node's rows; these are any left over (a
         # scheduled start, rows out of step with a log the engine could not read).
         now = timezone.now()

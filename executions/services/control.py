@@ -12,15 +12,17 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from executions import messages, store
+from executions import messages
 from executions.definitions import definition_for
 from executions.engine import compensation
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.maps import fans_out, item_ids
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
+from executions.kernel import capacity, store
+from executions.kernel.advance import record_and_advance
+from executions.kernel.lock import lock_execution
 from executions.models import Attempt, AttemptStatus, Execution, RetryRequest, Timer, TimerKind
-from executions.services import admission, capacity, keys, whatif
-from executions.services.advance import record_and_advance
+from executions.services import admission, keys, whatif
 from executions.services.start import execution_start
 from workflows.kinds import get_kind
 from workflows.kinds.approval import ApprovalSpec
@@ -58,7 +60,8 @@ def may_approve(username: str, approvers: tuple[str, ...]) -> bool:
 
 def execution_cancel(*, execution_id: UUID | str, by: str = "") -> Execution:
     with transaction.atomic():
-        execution = store.lock_execution(execution_id)
+        locked = lock_execution(execution_id)
+        execution = locked.execution
         if execution.status in EXECUTION_TERMINAL:
             raise NotAllowed(f"execution is already {execution.status}; nothing to cancel")
         if execution.status == ExecutionStatus.CANCELLING:
@@ -67,7 +70,7 @@ def execution_cancel(*, execution_id: UUID | str, by: str = "") -> Execution:
             execution=execution, kind=TimerKind.START, fired_at__isnull=True
         ).update(fired_at=timezone.now())
         request = Decision(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": by})
-        record_and_advance(execution, [request], source=Source.API)
+        record_and_advance(locked, [request], source=Source.API)
         return execution
 
 
@@ -92,12 +95,13 @@ _PAUSING = {
 def _pause_or_resume(execution_id: UUID | str, by: str, event: EventType) -> Execution:
     needs, done = _PAUSING[event]
     with transaction.atomic():
-        execution = store.lock_execution(execution_id)
+        locked = lock_execution(execution_id)
+        execution = locked.execution
         if execution.status != needs:
             raise NotAllowed(
                 f"only a {needs} execution can be {done}; this one is {execution.status}"
             )
-        record_and_advance(execution, [Decision(event, data={"by": by})], source=Source.API)
+        record_and_advance(locked, [Decision(event, data={"by": by})], source=Source.API)
         if event == EventType.WORKFLOW_RESUMED:
             _wake_held(execution)
         return execution
@@ -106,7 +110,7 @@ def _pause_or_resume(execution_id: UUID | str, by: str, event: EventType) -> Exe
 def _wake_held(execution: Execution) -> None:
     """Attempts scheduled before the pause and timers that came due during it had their
     messages refused (attempts.attempt_claim, timers.timer_fire): send them again. Those
-    held by the in-flight cap or a pool are released as there is room (services/capacity)."""
+    held by the in-flight cap or a pool are released as there is room (kernel/capacity.py)."""
     now = timezone.now()
     waiting = Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
     refused = waiting.filter(published_at__isnull=False)
@@ -142,7 +146,8 @@ def signal_send(
 ) -> Execution:
     """Answer a waiting approval node: decision is "approve" or "reject"."""
     with transaction.atomic():
-        execution = store.lock_execution(execution_id)
+        locked = lock_execution(execution_id)
+        execution = locked.execution
         try:
             node = definition_for(execution.version_id).node_for(node_id)
         except KeyError:
@@ -166,7 +171,7 @@ def signal_send(
             current.attempt,
             {"decision": decision, "data": data, "comment": comment, "by": by},
         )
-        record_and_advance(execution, [signal], source=Source.API, state=state)
+        record_and_advance(locked, [signal], source=Source.API, state=state)
         return execution
 
 
@@ -203,7 +208,8 @@ def _retry(
         if key is not None and keys.retry_by_key(*key) is not None:
             return Execution.objects.get(pk=execution_id)
         _room_to_retry(execution_id)
-        execution = store.lock_execution(execution_id)
+        locked = lock_execution(execution_id)
+        execution = locked.execution
         # The same retry, sent twice at once, waited for this lock: the first one won.
         if key is not None and keys.retry_by_key(*key) is not None:
             return execution
@@ -254,7 +260,7 @@ def _retry(
                 seq=execution.last_seq + 1,
                 created_by=by[:150],
             )
-        record_and_advance(execution, [request], source=Source.API, state=state)
+        record_and_advance(locked, [request], source=Source.API, state=state)
         return execution
 
 

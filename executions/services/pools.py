@@ -1,7 +1,7 @@
 """Pools: create, change slots, and read them with their use.
 
 The Pool row lives in the workflows app (a definition naming a pool is checked against
-it when stored); what runs in a pool is the executions app's (services/capacity.py).
+it when stored); what runs in a pool is the executions app's (kernel/capacity.py).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 
+from executions.kernel.capacity import dispatch_after_commit, locking
 from executions.messages import Outbox
 from executions.models import AttemptStatus
-from executions.services.capacity import dispatch_after_commit, locking
 from workflows.models import Pool
 
 

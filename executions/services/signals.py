@@ -9,13 +9,13 @@ from uuid import UUID
 
 from django.db import transaction
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.payloads import SignalReceived, to_json
 from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.kernel.advance import record_and_advance
+from executions.kernel.lock import lock_execution
 from executions.models import Execution
-from executions.services.advance import record_and_advance
 from executions.services.control import NotAllowed, UnknownNode
 from workflows.dsl import Definition, NodeBody
 from workflows.kinds.map import MapSpec
@@ -33,12 +33,13 @@ def execution_signal(
     *, execution_id: UUID | str, name: str, data: Any = None, by: str = ""
 ) -> Execution:
     with transaction.atomic():
-        execution = store.lock_execution(execution_id)
+        locked = lock_execution(execution_id)
+        execution = locked.execution
         if name not in signal_names(definition_for(execution.version_id)):
             raise UnknownNode(f"no signal node of this execution's definition waits for '{name}'")
         if execution.status in EXECUTION_TERMINAL:
             raise NotAllowed(f"execution is already {execution.status}; no signal can reach it")
         payload = SignalReceived(data=data, by=by, name=name)
         signal = Decision(EventType.SIGNAL_RECEIVED, data=to_json(payload))
-        record_and_advance(execution, [signal], source=Source.API)
+        record_and_advance(locked, [signal], source=Source.API)
         return execution

@@ -10,16 +10,16 @@ from django.utils import timezone
 
 from executions import messages
 from executions.definitions import definition_for
-from executions.effects import start_timer
-from executions.engine.events import Decision, EventType, Source
+from executions.engine.events import Decision, Source
+from executions.kernel.advance import begin
+from executions.kernel.effects import start_timer
+from executions.kernel.handle import Locked
+from executions.kernel.projections import create_tasks
 from executions.models import Execution, TimerKind
-from executions.projections import create_tasks
 from executions.services import admission
-from executions.services.advance import record_and_advance
 from executions.services.containment import TRANSIENT, contain
 from executions.services.keys import execution_by_key, fingerprint
 from workflows.dsl.concurrency import render_key
-from workflows.dsl.limits import decision_limits
 from workflows.models import WorkflowVersion
 
 
@@ -121,10 +121,10 @@ def execution_start(
             execution = Execution(**row)
             if later is None and not execution.held:
                 # Begun before its rows are written: its unit of work inserts the
-                # execution and its Task rows as decided (projections.py), not an INSERT
+                # execution and its Task rows as decided (kernel/projections.py), not an INSERT
                 # now and an UPDATE at its commit. No one else can see it before then.
                 execution.tasks_unwritten = True
-                begin(execution, reuse or [], faults=faults)
+                begin(Locked.new(execution), reuse or [], faults=faults)
             else:
                 execution.save(force_insert=True)
                 create_tasks(execution, definition)
@@ -167,25 +167,6 @@ def _failed_start(row: dict[str, Any], exc: Exception) -> Execution:
             raise exc  # not even the failure could be recorded: start nothing
     execution.refresh_from_db()
     return execution
-
-
-def begin(execution: Execution, reuse: list[Decision] | None = None, *, faults: Any = None) -> None:
-    """Append workflow_started (and a replay's reused results), then decide. Inside the lock."""
-    started = Decision(
-        EventType.WORKFLOW_STARTED,
-        data={
-            "input": execution.input,
-            "workflow": execution.workflow.name,
-            "version": execution.version.version,
-            "replay_of": str(execution.replay_of_id) if execution.replay_of_id else None,
-            "by": execution.created_by,
-            # The bounds decide reads, as they are now: in force for this execution from
-            # here on, whatever the settings say later (workflows/dsl/limits.py).
-            "limits": decision_limits(),
-            **({"faults": faults} if faults else {}),
-        },
-    )
-    record_and_advance(execution, [started, *(reuse or [])], source=Source.API)
 
 
 def _start_later(execution: Execution, start_at: datetime) -> None:

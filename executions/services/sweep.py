@@ -31,16 +31,16 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
-from executions import messages, store
+from executions import messages
 from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
-from executions.inbox import LOOK_UNITS
+from executions.kernel.advance import execution_advance
+from executions.kernel.capacity import in_flight_cap, pool_dispatch, top_up
+from executions.kernel.lock import LOOK_UNITS, advance_pending, lock_execution
 from executions.liveness import sweep_completed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services import admission
-from executions.services.advance import advance_pending, execution_advance
 from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
-from executions.services.capacity import in_flight_cap, pool_dispatch, top_up
 from executions.services.children import children_pending_notice, parent_notify
 from executions.services.containment import TRANSIENT, backoff, boundary
 from executions.services.timers import timer_fire
@@ -229,7 +229,7 @@ def _overtaken(claimed_by: datetime) -> Exists:
 
 
 def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
-    """The backstop of held attempts (services/capacity.py): every pool with attempts
+    """The backstop of held attempts (kernel/capacity.py): every pool with attempts
     waiting is dispatched and every execution with capped ones topped up, in case the
     dispatch after a commit was lost (a crash between the commit and it). Both publish
     only what there is room for, so running them with nothing lost publishes nothing."""
@@ -263,7 +263,7 @@ def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
     )
     for execution_id in capped.order_by("pk")[:BATCH]:
         with _item("top-up", execution_id), transaction.atomic():
-            execution = store.lock_execution(execution_id)
+            execution = lock_execution(execution_id).execution
             if execution.status not in EXECUTION_TERMINAL | {ExecutionStatus.PAUSED}:
                 outbox = messages.Outbox()
                 report.released += top_up(execution, timezone.now(), outbox)
@@ -276,7 +276,7 @@ def _notify_parents(report: SweepReport, now: datetime, skip: list[str]) -> None
 
 
 def _drain_inboxes(report: SweepReport, now: datetime, skip: list[str]) -> None:
-    """Facts workers left in the inbox (executions/inbox.py) that no unit logged: claims
+    """Facts workers left in the inbox (kernel/inbox.py) that no unit logged: claims
     of attempts still running (logged within a tick, so they show as running), results
     whose holder's look after commit failed or died with its process. An execution whose
     lock is taken is skipped at once: its holder drains the inbox."""

@@ -5,12 +5,13 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from executions import messages, store
+from executions import messages
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
+from executions.kernel.advance import begin, record_and_advance
+from executions.kernel.lock import lock_execution
 from executions.models import Timer, TimerKind
 from executions.services import admission
-from executions.services.advance import record_and_advance
 
 
 def timer_fire(*, timer_id: int) -> bool:
@@ -22,7 +23,8 @@ def timer_fire(*, timer_id: int) -> bool:
         now = timezone.now()
         if timer.due_at > now:
             return False  # an early wake-up: the sweeper or a later message fires it
-        execution = store.lock_execution(timer.execution_id)
+        locked = lock_execution(timer.execution_id)
+        execution = locked.execution
         if execution.status == ExecutionStatus.PAUSED:
             return False  # held: execution_resume sends it again
         if not Timer.objects.filter(pk=timer_id, fired_at__isnull=True).update(fired_at=now):
@@ -30,8 +32,6 @@ def timer_fire(*, timer_id: int) -> bool:
         if execution.status in EXECUTION_TERMINAL:
             return False  # it ended meanwhile (an engine error, say): the timer is moot
         if timer.kind == TimerKind.START:
-            from executions.services.start import begin
-
             if execution.concurrency_key:
                 # Its key decides when it begins. Admitted after this commits, by a message
                 # (or the sweeper): no key lock is taken under this execution's lock.
@@ -39,7 +39,7 @@ def timer_fire(*, timer_id: int) -> bool:
                 key = (execution.workflow_id, execution.concurrency_key)
                 transaction.on_commit(lambda: messages.publish_admit(*key))
             else:
-                begin(execution)
+                begin(locked)
             return True
         fired = Decision(
             EventType.TIMER_FIRED,
@@ -47,5 +47,5 @@ def timer_fire(*, timer_id: int) -> bool:
             timer.attempt,
             {"kind": timer.kind, "due_at": timer.due_at.isoformat()},
         )
-        record_and_advance(execution, [fired], source=Source.TIMER)
+        record_and_advance(locked, [fired], source=Source.TIMER)
         return True

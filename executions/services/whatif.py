@@ -10,10 +10,10 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine.counterfactual import Report, counterfactual
 from executions.engine.events import Decision, EventType
+from executions.kernel import store
 from executions.models import Execution
 from workflows.dsl import Definition
 from workflows.models import WorkflowVersion

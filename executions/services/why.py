@@ -7,13 +7,13 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine import why as explain
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
+from executions.kernel import store
+from executions.kernel.capacity import in_flight_cap
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.services import admission
-from executions.services.capacity import in_flight_cap
 from executions.services.control import UnknownNode
 from workflows.models import Pool
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection
 
-from executions import inbox
+from executions.kernel.lock import after_commit
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -53,14 +53,14 @@ def worker_id() -> str:
 
 #: How long an attempt runs before its lease keeper logs what waits in its execution's
 #: inbox: its own claim (so it shows as running) and what others left while this worker,
-#: chaining eagerly, let its unit skip the look after commit (executions/inbox.py).
+#: chaining eagerly, let its unit skip the look after commit (kernel/lock.py).
 SHOW_RUNNING_AFTER = 0.05
 
 
 def show_running(claimed: Claimed) -> None:
     """Drain the execution's inbox now that the attempt runs on. A failure is the
     sweeper's to retry, never the attempt's."""
-    inbox.after_commit(claimed.execution_id, claims=True)
+    after_commit(claimed.execution_id, claims=True)
 
 
 def stall_grace_seconds(progress_seconds: float) -> float:
@@ -78,7 +78,7 @@ EAGER_LIMIT = 100
 def run_task(attempt_id: int) -> None:
     """Run the attempt, then (eager dispatch) the execution's next held attempt, which the
     success's own transaction claimed for this worker: no broker round trip, no second
-    lock, and no message at all (a held attempt has none: executions/services/capacity).
+    lock, and no message at all (a held attempt has none: executions/kernel/capacity.py).
     The claim stays the one atomic hand-off either way."""
     worker = worker_id()
     logs.bind(worker=worker)
@@ -97,7 +97,7 @@ def run_task(attempt_id: int) -> None:
         if execution_id is not None:
             # An eager unit left its look to this worker's next one, which may not have
             # come (the last attempt lost its lease, or stopped cancelled): look now.
-            inbox.after_commit(execution_id)
+            after_commit(execution_id)
 
 
 def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:

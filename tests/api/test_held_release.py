@@ -1,4 +1,4 @@
-"""Releasing held attempts (executions/services/capacity.py) without getting in anyone's
+"""Releasing held attempts (executions/kernel/capacity.py) without getting in anyone's
 way: the sweeper's top-up leaves an execution whose in-flight cap is full without taking
 its lock, a claim's pool lock lets attempt INSERTs through, each released message goes
 out on its own, a resume routes by node type, and eager dispatch yields to higher-priority
@@ -14,9 +14,10 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from executions import messages, store
+from executions import messages
+from executions.kernel import capacity
 from executions.models import Attempt, AttemptStatus
-from executions.services import capacity, control
+from executions.services import control
 from executions.services import sweep as sweeper
 from executions.services.attempts import (
     attempt_claim,
@@ -85,13 +86,13 @@ def test_the_sweeper_leaves_an_execution_whose_cap_is_full_without_locking_it(
     assert len(in_broker(execution)) == 2
     assert len(held(execution)) == 3
     locked: list[str] = []
-    lock = store.lock_execution
+    lock = sweeper.lock_execution
 
     def spy(pk: Any) -> Any:
         locked.append(str(pk))
         return lock(pk)
 
-    monkeypatch.setattr(sweeper.store, "lock_execution", spy)
+    monkeypatch.setattr(sweeper, "lock_execution", spy)
     report = sweeper.SweepReport()
     sweeper._release_held(report, timezone.now(), [])
     assert (report.released, locked) == (0, []), "a full execution's lock was taken"

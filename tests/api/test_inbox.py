@@ -1,4 +1,4 @@
-"""Coalesced orchestration (executions/inbox.py): a worker that finds its execution's lock
+"""Coalesced orchestration (executions/kernel/inbox.py): a worker that finds its execution's lock
 taken writes its claim or result into the attempt's row and goes on; the lock's holder
 logs it after its commit, the sweeper if the holder could not. On PostgreSQL (SKIP LOCKED),
 with real connections: a lock held by another thread is a real row lock."""
@@ -15,13 +15,14 @@ import pytest
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from executions import store
 from executions.engine.events import Decision, EventType, Source
 from executions.integrity import check, rebuild_rows
+from executions.kernel import store
+from executions.kernel.handle import Locked
+from executions.kernel.lock import lock_execution
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.services import attempts, control
 from executions.services import sweep as sweeper
-from executions.services.advance import decide_into
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
 from tests.factories import start, timeline
 from tests.waiting import eventually, scaled
@@ -69,8 +70,8 @@ def held(execution: Execution, *, recheck: bool) -> Iterator[Held]:
         try:
             with transaction.atomic():
                 if recheck:
-                    locked = store.lock_execution(execution.pk)
-                    store.UnitOfWork(locked, store.load_state(locked))
+                    locked = lock_execution(execution.pk)
+                    store.UnitOfWork(locked, store.load_state(locked.execution))
                 else:
                     Execution.objects.select_for_update().get(pk=execution.pk)
                 lock.taken.set()
@@ -165,15 +166,15 @@ def test_a_result_that_waited_while_its_node_was_cancelled_is_dropped():
             connections.close_all()
 
     with transaction.atomic():
-        locked = store.lock_execution(execution.pk)
-        work = store.UnitOfWork(locked, store.load_state(locked))  # an empty inbox
+        locked = lock_execution(execution.pk)
+        work = store.UnitOfWork(locked, store.load_state(locked.execution))  # an empty inbox
         thread = threading.Thread(target=worker)
         thread.start()
         thread.join(10)
         assert Attempt.objects.get(pk=a.pk).result == {"output": 1}  # while the lock was held
         request = Decision(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": "test"})
         work.append([request], source=Source.API)
-        decide_into(work)
+        work.decide()
         work.commit(decided=True)
     a.refresh_from_db()
     assert (a.status, a.unlogged) == (AttemptStatus.CANCELLED, False)
@@ -254,10 +255,10 @@ def _holder(
         with transaction.atomic():
             if pids is not None:
                 pids.append(backend_pid())
-            locked = store.lock_execution(execution.pk)
-            work = store.UnitOfWork(locked, store.load_state(locked))
+            locked = lock_execution(execution.pk)
+            work = store.UnitOfWork(locked, store.load_state(locked.execution))
             if work.pending:
-                decide_into(work)
+                work.decide()
             work.commit(decided=True)
             taken.set()
             release.wait(scaled(30))
@@ -277,16 +278,16 @@ def test_a_holder_that_looks_before_the_worker_writes_is_covered_by_the_worker_s
     holder = threading.Thread(target=_holder, args=(execution, taken, release))
     holder.start()
     assert taken.wait(10)
-    real = attempts.store.try_lock_execution
+    real = attempts.try_lock_execution
 
-    def try_lock(execution_id: UUID | str) -> Execution | None:
+    def try_lock(execution_id: UUID | str) -> Locked | None:
         got = real(execution_id)
         if got is None:  # the holder commits and looks before the write
             release.set()
             holder.join(10)
         return got
 
-    monkeypatch.setattr(attempts.store, "try_lock_execution", try_lock)
+    monkeypatch.setattr(attempts, "try_lock_execution", try_lock)
     assert attempt_complete(attempt_id=a.pk, worker_id="w", output=7)
     a.refresh_from_db()
     assert not a.unlogged

@@ -125,7 +125,7 @@ def test_incremental_totals_equal_a_full_recount() -> None:
     assert totals[("workflows_cancelled", ledger.labels_key({"workflow": name}))] == 1
     assert totals[("task_retry", ledger.labels_key(fn))] == 1
     # Absent is 0 too: a claim logged in the same unit as its result (the inbox,
-    # executions/inbox.py) nets to no change, and no series is written for it.
+    # executions/kernel/inbox.py) nets to no change, and no series is written for it.
     assert totals.get(("tasks_running", ledger.labels_key(fn)), 0) == 0
     finished = {
         result: totals.get(("task_attempts_finished", ledger.labels_key({**fn, "result": result})))

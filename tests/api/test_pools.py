@@ -11,9 +11,9 @@ import pytest
 from django.utils import timezone
 
 from executions import messages
+from executions.kernel.lock import advance_pending
 from executions.models import Attempt, AttemptStatus
 from executions.services import control
-from executions.services.advance import advance_pending
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -281,7 +281,7 @@ def test_a_fan_out_publishes_up_to_the_cap_and_tops_up_as_claims_take_them(
     assert "WORKFLOW_MAX_IN_FLIGHT_PER_EXECUTION" in reasons[0]["message"]
     # A claim from the broker takes one message out: one held is published once the
     # claim is logged (on PostgreSQL by the next unit: the result's, or its lease
-    # keeper's 50 ms in, which this drain stands for: executions/inbox.py).
+    # keeper's 50 ms in, which this drain stands for: executions/kernel/inbox.py).
     assert attempt_claim(attempt_id=out[0], worker_id="w") is not None
     advance_pending(execution.pk, claims=True)
     assert len(sent) == 5

@@ -11,13 +11,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from bench.run import RETRY_FOREVER, synth_history
-from executions import inbox
 from executions.definitions import definition_for
 from executions.engine.fold import apply_event, fold
 from executions.engine.state import ExecutionState
+from executions.kernel import inbox
+from executions.kernel.advance import execution_advance
+from executions.kernel.projections import create_tasks, project
 from executions.models import Attempt, Event, Execution
-from executions.projections import create_tasks, project
-from executions.services.advance import execution_advance
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -32,10 +32,10 @@ pytestmark = pytest.mark.django_db
 #: Pinned counts. Lower them when an optimisation saves a query; never raise them silently.
 #: execution_start of a two-node workflow: BEGIN, the events, the attempt, the execution,
 #: its Task rows, the metrics row, COMMIT. The execution and its Task rows are inserted
-#: once, as decided (projections.py), not inserted and then updated (10 before).
+#: once, as decided (kernel/projections.py), not inserted and then updated (10 before).
 START_QUERIES = 7
 #: The SELECT and the conditional UPDATE: no lock, no unit of work; its task_started goes
-#: in with the result (executions/inbox.py). 10 before, when each claim was a unit, as it
+#: in with the result (executions/kernel/inbox.py). 10 before, when each claim was a unit, as it
 #: still is where there is no inbox (SQLite: no SKIP LOCKED).
 CLAIM_QUERIES = 2
 CLAIM_QUERIES_UNDER_THE_LOCK = 10

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from executions import store
 from executions.integrity import check
+from executions.kernel import store
 from executions.models import Attempt, AttemptStatus, Event, Execution
 from executions.services.attempts import attempt_claim, attempt_complete
 from tests.factories import start

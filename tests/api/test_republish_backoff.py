@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from executions.kernel.lock import advance_pending
 from executions.models import Attempt, AttemptStatus, Task
 from executions.services import sweep as sweeper
-from executions.services.advance import advance_pending
 from executions.services.attempts import attempt_claim, attempt_complete
 from tests.factories import fan, start
 

@@ -11,11 +11,12 @@ from django.utils import timezone
 
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState
+from executions.kernel import advance as advance_module
+from executions.kernel.projections import differences
+from executions.kernel.store import state_now
 from executions.models import Execution, Task
-from executions.projections import differences
 from executions.services import start as start_module
 from executions.services.start import execution_start
-from executions.store import state_now
 from tests.factories import make_version
 from workflows.dsl.concurrency import ConcurrencyKeyError
 
@@ -76,7 +77,7 @@ def test_a_start_that_fails_is_written_failed(monkeypatch) -> None:
     def broken(*args, **kwargs):
         raise RuntimeError("decide broke")
 
-    monkeypatch.setattr(start_module, "record_and_advance", broken)
+    monkeypatch.setattr(advance_module, "record_and_advance", broken)
     execution, _ = execution_start(version=version, input={})
     stored = Execution.objects.get(pk=execution.pk)
     assert stored.status == "failed"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from executions import store
 from executions.engine.chain import first_break
 from executions.engine.events import Event
+from executions.kernel import store
 from executions.models import Attempt, Execution
 from executions.services.attempts import attempt_claim, attempt_complete
 from tests.factories import start

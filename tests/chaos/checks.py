@@ -15,13 +15,13 @@ from typing import Any
 from django.apps import apps
 from django.db.models import Count, Max, Min
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine.events import RESULT_TYPES
 from executions.engine.verify import verify
+from executions.kernel import store
+from executions.kernel.projections import differences
 from executions.metrics import seed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
-from executions.projections import differences
 from tests.chaos.limits import Interval, max_overlap, out_of_order, over_limit
 from tests.chaos.workload import (
     CONCURRENCY_LIMIT,

@@ -13,14 +13,14 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine.chain import first_break
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
+from executions.kernel import store
+from executions.kernel.projections import differences
 from executions.messages import attempt_name, workflow_name
 from executions.models import Attempt, Execution, Task, Timer
-from executions.projections import differences
 from executions.supervisor import (
     WORKER_READY,
     Process,

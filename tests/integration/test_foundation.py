@@ -5,9 +5,9 @@ Redis and again on the embedded SQLite + filesystem broker)."""
 
 from __future__ import annotations
 
+from executions.kernel.projections import differences
+from executions.kernel.store import state_at
 from executions.models import Attempt, AttemptStatus, Task
-from executions.projections import differences
-from executions.store import state_at
 from tests.factories import events, start, timeline
 from tests.servers import http_server
 from tests.waiting import eventually

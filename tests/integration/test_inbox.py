@@ -1,4 +1,4 @@
-"""Coalesced orchestration with real workers (executions/inbox.py): claims take no lock,
+"""Coalesced orchestration with real workers (executions/kernel/inbox.py): claims take no lock,
 results that find the lock taken wait in the attempt's row, and what the API shows still
 follows the log closely: a node that runs on shows as running within a fraction of a
 second, and a wide fan-out whose workers keep colliding on one execution verifies."""

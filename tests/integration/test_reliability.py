@@ -22,13 +22,13 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from executions import store
 from executions.definitions import definition_for
 from executions.engine.events import RESULT_TYPES, Source
 from executions.engine.verify import verify
+from executions.kernel import store
+from executions.kernel.advance import execution_advance
+from executions.kernel.projections import differences
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
-from executions.projections import differences
-from executions.services.advance import execution_advance
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,

@@ -15,8 +15,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from executions.engine.chain import first_break
+from executions.kernel.store import linked_events
 from executions.models import Task
-from executions.store import linked_events
 from tests.factories import start
 from tests.integration.engine import CANARY
 from tests.servers import Request, http_server

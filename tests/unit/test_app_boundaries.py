@@ -169,9 +169,7 @@ def test_the_check_sees_a_cycle() -> None:
 #: a task, a script, the worker) runs alike, so none of it may lean on the REST layer.
 SERVICES = (
     "executions.services",
-    "executions.store",
-    "executions.inbox",
-    "executions.effects",
+    "executions.kernel",
     "executions.worker",
 )
 REST_LAYER = ("rest_framework", "workflows.rest")

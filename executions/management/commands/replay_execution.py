@@ -22,15 +22,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
 
-from executions import history_file, store
+from executions import history_file
 from executions.definitions import definition_for
 from executions.engine.chain import Linked, first_break
 from executions.engine.events import Event
 from executions.engine.fold import fold
 from executions.engine.state import ExecutionState
 from executions.engine.verify import verify_log
+from executions.kernel import store
+from executions.kernel.lock import lock_execution
+from executions.kernel.projections import differences, rebuild
 from executions.models import Execution
-from executions.projections import differences, rebuild
 from executions.services import whatif
 from workflows.dsl import Definition, DefinitionError
 from workflows.dsl.parser import parse_definition
@@ -113,7 +115,7 @@ class Command(BaseCommand):
         bar.close()
         if options["rebuild"]:
             with transaction.atomic():
-                locked = store.lock_execution(execution.pk)
+                locked = lock_execution(execution.pk).execution
                 full = store.load_state(locked) if at_seq is None else state
                 rebuild(locked, full, definition_for(locked.version_id))
             self.stdout.write("rebuilt: projections rewritten from the log")

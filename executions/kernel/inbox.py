@@ -1,13 +1,13 @@
 """The inbox of facts workers could not log themselves (coalesced orchestration).
 
-A worker that finds its execution's lock taken (store.try_lock_execution) writes its
+A worker that finds its execution's lock taken (lock.try_lock_execution) writes its
 claim or result into the attempt's row, `unlogged`, with one conditional UPDATE, and goes
 on with its next message instead of queueing on the lock. Every unit of work under the
 lock first drains the rows (`drain`: their facts become events, in the order they
 happened, then one decision for all of them), and after its commit looks again
-(`after_commit`): a worker that found the lock taken wrote its fact before it looked, so
+(lock.after_commit): a worker that found the lock taken wrote its fact before it looked, so
 the holder, looking after letting go, sees it. The sweeper drains what a crash between a
-fact and that look left behind.
+fact and that look left behind. The protocol as a whole: kernel/lock.py.
 
 PostgreSQL only (SKIP LOCKED): on SQLite the write lock is the database's, and every
 worker waits for it as before.
@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
 
 from django.db import connection
 from django.db.models import Exists, OuterRef
 
 from executions.engine import inbox
-from executions.engine.capacity import crowded
-from executions.engine.events import Source
-from executions.models import Attempt, AttemptStatus
-
-if TYPE_CHECKING:
-    from executions.store import UnitOfWork
+from executions.engine.events import Decision, Source
+from executions.engine.state import ExecutionState
+from executions.models import Attempt, AttemptStatus, Execution
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +47,31 @@ def waiting(execution_id: str, *, claims: bool = False) -> bool:
 
 
 def waiting_for(execution: OuterRef) -> Exists:
-    """`waiting` as a subquery of the execution's own query (store.lock_execution)."""
+    """`waiting` as a subquery of the execution's own query (lock.lock_execution)."""
     return Exists(Attempt.objects.filter(execution_id=execution, unlogged=True))
 
 
-def drain(work: UnitOfWork) -> None:
-    """Append the inbox's facts to the unit (inside the lock), and mark their rows logged."""
+class Drained(Protocol):
+    """What the drain appends the inbox's facts to: the unit of work (kernel/unit.py)."""
+
+    @property
+    def execution(self) -> Execution: ...
+    @property
+    def state(self) -> ExecutionState: ...
+    def append(
+        self, decisions: Sequence[Decision], *, source: Source, at: datetime | None = None
+    ) -> None: ...
+    def crowded(self) -> bool: ...
+    def freed_slot(self, pool: str | None) -> None: ...
+    def made_room(self, *, published: bool, pool: str | None, crowded_before: bool) -> None: ...
+
+
+def drain(work: Drained, *, waiting: bool) -> None:
+    """Append the inbox's facts to the unit (inside the lock), and mark their rows logged.
+    `waiting`: whether the lock read any (Locked.inbox_waiting)."""
     execution = work.execution
     # A new execution has no attempts yet; a locked one says whether its inbox has any.
-    if not enabled() or execution.last_seq == 0 or not getattr(execution, "inbox_waiting", True):
+    if not enabled() or execution.last_seq == 0 or not waiting:
         return
     rows, extra = [], {}
     for *values, published_at, pool_id in _take(str(execution.pk)):
@@ -66,20 +80,19 @@ def drain(work: UnitOfWork) -> None:
     if not rows:
         return
     state = work.state
-    crowded_before = crowded(state, _cap())
+    crowded_before = work.crowded()
     cancelled: list[int] = []
     for fact in inbox.facts(rows):
         if inbox.admits(state, fact):
             # Never before what the log already holds: its timestamps only go forward.
             at = max(fact.at, state.now) if state.now else fact.at
             work.append([fact.decision], source=Source.WORKER, at=at)
-            work.now = max(work.now, at)
             published_at, pool_id = extra[fact.row.pk]
-            if pool_id and fact.is_result:
-                work.held.pools.add(pool_id)  # its slot is free: dispatch after commit
-            elif not fact.is_result and published_at is not None and not pool_id:
-                # One of its messages left the broker: room for a held attempt.
-                work.claimed_published = work.claimed_published or crowded_before
+            if fact.is_result:
+                work.freed_slot(pool_id)
+            else:
+                published = published_at is not None
+                work.made_room(published=published, pool=pool_id, crowded_before=crowded_before)
         elif inbox.dropped_status(state, fact) == AttemptStatus.CANCELLED:
             cancelled.append(fact.row.pk)
         elif fact.is_result:
@@ -116,52 +129,3 @@ def _take(execution_id: str) -> list[tuple[Any, ...]]:
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
-
-
-def _cap() -> int:
-    from executions.services.capacity import in_flight_cap
-
-    return in_flight_cap()
-
-
-class Look:
-    """The look after commit that every holder of an execution's lock owes the workers who
-    found it taken (store._lock registers it). A unit of work takes it over, to look
-    after its own on_commit work (its state cached, its messages sent)."""
-
-    def __init__(self, execution_id: str) -> None:
-        self.execution_id = execution_id
-        self.taken = False
-        #: A unit drained the inbox and was never committed, in a transaction that was:
-        #: the facts it took are gone from the inbox and not in the log. A bug, said loudly.
-        self.uncommitted = False
-
-    def __call__(self) -> None:
-        if self.uncommitted:
-            log.error("execution %s: a unit of work drained its inbox and was not committed",
-                      self.execution_id)  # fmt: skip
-        if not self.taken:
-            after_commit(self.execution_id)
-
-
-#: At most this many units per look: a hot execution must not keep its looker (a request,
-#: a worker between messages, the sweeper) from everything else. What is left is looked
-#: at by the next holder, the next worker that writes, or the sweeper's next tick.
-LOOK_UNITS = 3
-
-
-def after_commit(execution_id: str, *, claims: bool = False) -> None:
-    """The lock was let go: log what workers left meanwhile. Never raises into the caller
-    (an API request, a worker's task): what fails here, the sweeper retries."""
-    try:
-        _advance()(execution_id, claims=claims, limit=LOOK_UNITS)
-    except Exception:
-        log.warning("draining the inbox of %s failed; the sweeper will", execution_id,
-                    exc_info=True)  # fmt: skip
-
-
-def _advance() -> Callable[..., int]:
-    # services.advance builds units of work (store), which call back here.
-    from executions.services.advance import advance_pending
-
-    return advance_pending

@@ -130,7 +130,7 @@ def _task_row(
 BULK_FROM = 4
 
 #: Every touched Task row in one statement (PostgreSQL): a unit that logs several facts
-#: from the inbox (executions/inbox.py) touches as many nodes, each with its own times.
+#: from the inbox (executions/kernel/inbox.py) touches as many nodes, each with its own times.
 _UPDATE_FROM_JSON = """
 UPDATE executions_task AS t SET
     status = v.status, attempts = v.attempts, retry_count = v.retry_count,

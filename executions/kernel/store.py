@@ -1,86 +1,43 @@
 """The one writer of events (UnitOfWork), and the loader of folded state.
 
-Every append happens inside a transaction that holds the execution's lock, so seqs are
-contiguous; the unique (execution, seq) constraint is the backstop if that is ever wrong.
-Lock order: the Execution row first, then any Attempt/Timer/Task rows of that execution.
-Nothing takes two Execution locks in one transaction, so there is no deadlock cycle, with
-one exception that keeps it so: concurrency admission (services/admission.py) takes a
-key's ConcurrencyKey row first, then the rows of the held executions it starts, which no
-one else locks but to cancel them, and nobody takes a key while holding one of those.
+Every append happens inside a transaction that holds the execution's lock
+(kernel/lock.py, whose docstring is the protocol: lock order, the inbox, its lookers).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import cast
+from typing import Protocol, cast
 from uuid import UUID
 
 from django.db import connection, transaction
-from django.db.models import OuterRef
 from django.utils import timezone
 from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
 
-from executions import inbox, messages
-from executions.effects import Held, Hold, apply_effects
+from executions import messages
+from executions.definitions import definition_for
 from executions.engine.capacity import crowded
 from executions.engine.chain import Linked, event_hash
+from executions.engine.containment import engine_failure
+from executions.engine.decide import decide
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.events import Event as EngineEvent
 from executions.engine.fold import apply_event, fold
 from executions.engine.state import ExecutionState
-from executions.metrics.tally import Tally
+from executions.engine.statuses import EXECUTION_TERMINAL
+from executions.kernel import inbox
+from executions.kernel.capacity import dispatch_after_commit, in_flight_cap, top_up
+from executions.kernel.effects import Held, Hold, apply_effects
+from executions.kernel.handle import Locked
+from executions.kernel.projections import project_tasks, save_execution
 from executions.models import Event, Execution
-from executions.projections import project_tasks, save_execution
-from executions.services.capacity import dispatch_after_commit, in_flight_cap, top_up
-from workflows import logs
 from workflows.dsl import Definition
 
 #: Save a new snapshot once this many events have been appended since the last one.
 SNAPSHOT_EVERY = 50
-
-
-def lock_execution(execution_id: UUID | str) -> Execution:
-    """The execution row, locked until the transaction ends. Call inside atomic()."""
-    execution = _lock(execution_id, skip_locked=False)
-    assert execution is not None
-    return execution
-
-
-def try_lock_execution(execution_id: UUID | str) -> Execution | None:
-    """lock_execution, or None at once if another transaction holds the lock: a worker
-    then leaves its fact in the inbox (executions/inbox.py) for that holder to log."""
-    return _lock(execution_id, skip_locked=inbox.enabled())
-
-
-def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Execution | None:
-    assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
-    logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
-    queryset = Execution.objects.all()
-    if str(execution_id) in _STATES:
-        # The snapshot column is O(nodes) JSON; load_state will not need it.
-        queryset = queryset.defer("snapshot")
-    if skip_locked:
-        # Whether the drain has anything to read, in the same round trip. A lock taken
-        # without waiting reads it as of now; one that waited would read it as of before
-        # the wait, and so drains without asking.
-        queryset = queryset.annotate(inbox_waiting=inbox.waiting_for(OuterRef("pk")))
-    if connection.features.has_select_for_update:
-        queryset = queryset.select_for_update(skip_locked=skip_locked)
-    # On SQLite the IMMEDIATE transaction already holds the database's write lock.
-    if skip_locked:
-        execution = next(iter(queryset.filter(pk=execution_id)), None)
-    else:
-        execution = queryset.get(pk=execution_id)
-    if execution is not None and inbox.enabled():
-        # Every holder looks at the inbox once it lets go: a worker that found the lock
-        # taken wrote its fact and went on. A unit of work takes the look over.
-        look = inbox.Look(str(execution_id))
-        execution.inbox_look = look  # type: ignore[attr-defined]
-        transaction.on_commit(look)
-    return execution
 
 
 def to_engine(row: Event) -> EngineEvent:
@@ -147,6 +104,11 @@ def state_now(execution: Execution) -> ExecutionState:
     for row in tail.iterator(chunk_size=2000):
         apply_event(state, to_engine(row))
     return state
+
+
+def is_cached(execution_id: UUID | str) -> bool:
+    """Whether load_state will start from a state this process folded (not the snapshot)."""
+    return str(execution_id) in _STATES
 
 
 def _remember(key: str, state: ExecutionState) -> None:
@@ -251,19 +213,49 @@ def state_at(execution_id: UUID | str, seq: int | None = None) -> ExecutionState
     return fold((EngineEvent.stored(*row) for row in rows), execution_id=str(execution_id))
 
 
+class Watcher(Protocol):
+    """Something staged with a unit's events at its commit, in its transaction (the
+    metrics' tally registers itself: executions/metrics/tally.py)."""
+
+    def note(self, decisions: Sequence[Decision], state: ExecutionState) -> None:
+        """Before `decisions` are folded into `state`."""
+
+    def stage(
+        self,
+        execution: Execution,
+        state: ExecutionState,
+        appended: Sequence[Decision],
+        now: datetime,
+        definition: Definition | None,
+    ) -> None:
+        """At the commit, after the events and projections are written."""
+
+
+#: Makes each unit's watchers from its starting state (watch()).
+_WATCHERS: list[Callable[[ExecutionState], Watcher]] = []
+
+
+def watch(factory: Callable[[ExecutionState], Watcher]) -> None:
+    """Give every unit of work from now on a watcher made by `factory(state)`. Once per
+    factory, however often it is called (an app's ready() may run more than once)."""
+    if factory not in _WATCHERS:
+        _WATCHERS.append(factory)
+
+
 class UnitOfWork:
     """Everything one transaction writes for one execution, written in one place.
 
     `append` folds events into the state and chains them (executions/engine/chain.py),
     in memory; `commit` then inserts them all (one INSERT), creates the attempt and timer
-    rows they call for (executions/effects.py), saves the execution's sequence numbers,
+    rows they call for (kernel/effects.py), saves the execution's sequence numbers,
     last_hash, snapshot and projection, updates the touched Task rows, and queues the
     messages for after the transaction commits. Inside the execution's lock (atomic()).
+    Its fields are its own: callers tell it what happened through its methods.
     """
 
     def __init__(
         self,
-        execution: Execution,
+        locked: Locked,
         state: ExecutionState,
         *,
         now: datetime | None = None,
@@ -273,12 +265,13 @@ class UnitOfWork:
         it was held (they found it taken and went on: its holder looks for them). The
         unit takes over the look its lock registered, and looks after its own on_commit
         work: its state cached (load_state), its messages sent (the outbox)."""
+        execution = locked.execution
         self.execution, self.state = execution, state
         self.now = now or timezone.now()
-        self.recheck = recheck and execution.last_seq > 0  # new: no worker knows it yet
-        self._look: inbox.Look | None = getattr(execution, "inbox_look", None)
+        self._recheck = recheck and execution.last_seq > 0  # new: no worker knows it yet
+        self._look = locked.look
         if self._look is not None and not recheck:
-            self._look.taken = True  # its caller looks again itself (advance_pending)
+            self._look.taken = True  # its caller looks again itself (lock.advance_pending)
         self.outbox = messages.Outbox()
         #: The definition decide read, if it did: map items' Task rows are created from it.
         self.definition: Definition | None = None
@@ -287,13 +280,13 @@ class UnitOfWork:
         self._applied = 0
         #: What the unit holds back (effects.Held), and whether a claim took one of the
         #: execution's messages out of the broker: the commit then tops it up.
-        self.held = Held()
-        self.claimed_published = False
-        #: The metrics' deltas, staged with the events at commit (executions/metrics/tally.py).
-        self.tally = Tally(state)
+        self._held = Held()
+        self._room_made = False
+        #: Staged with the events at commit (the metrics' deltas: executions/metrics/).
+        self._watchers: list[Watcher] = [factory(state) for factory in _WATCHERS]
         # Facts workers left while others held the lock come first: every decision of
         # this unit is taken on them, and a cancel sees the results that came before it.
-        inbox.drain(self)
+        inbox.drain(self, waiting=locked.inbox_waiting)
         if self._look is not None and self._appended:
             self._look.uncommitted = True  # cleared from the inbox: this unit must commit
 
@@ -301,10 +294,12 @@ class UnitOfWork:
         self, decisions: Sequence[Decision], *, source: Source, at: datetime | None = None
     ) -> None:
         """Fold `decisions` into the state as events from `source`, and stage their rows.
-        `at`: when they happened, if before the unit began (a fact from the inbox)."""
+        `at`: when they happened, if before the unit began (a fact from the inbox); the
+        unit's own time then moves on to it, never back."""
         execution = self.execution
         moment = at or self.now
-        self.tally.note(decisions, self.state)
+        for watcher in self._watchers:
+            watcher.note(decisions, self.state)
         for decision in decisions:
             seq = execution.last_seq + 1
             apply_event(self.state, decision.as_event(seq, moment))
@@ -320,14 +315,54 @@ class UnitOfWork:
             self._rows.append(Event(execution=execution, source=source, hash=digest, **fields))
             execution.last_seq, execution.last_hash = seq, digest
         self._appended.extend(decisions)
+        if at is not None:
+            self.now = max(self.now, at)
 
-    def _look_again(self) -> None:
-        inbox.after_commit(str(self.execution.pk))
+    def decide(self) -> int:
+        """Decide upon the unit's state and append the decisions. Returns how many."""
+        self.definition, decisions = _decide(self.execution, self.state)
+        self.append(decisions, source=Source.ENGINE)
+        return len(decisions)
 
     @property
     def pending(self) -> bool:
         """Whether the unit has anything to write: events appended, or some to decide on."""
         return bool(self._appended) or self.execution.decided_seq < self.execution.last_seq
+
+    # The rules of held attempts (kernel/capacity.py), as the unit's callers report what
+    # happened: what frees a slot or makes room is released by the commit.
+
+    def crowded(self) -> bool:
+        """Whether the execution is past its in-flight cap: only then can attempts be held
+        for want of room (read before a claim, for made_room)."""
+        return crowded(self.state, in_flight_cap())
+
+    def freed_slot(self, pool: str | None) -> None:
+        """An attempt of `pool` ended (its result logged): its slot is free, so the pool
+        is dispatched after commit. Without a pool, nothing is freed."""
+        if pool:
+            self._held.pools.add(pool)
+
+    def made_room(self, *, published: bool, pool: str | None, crowded_before: bool) -> None:
+        """An attempt was claimed: if its message (`published`, no pool) left the broker of
+        an execution that was past its cap (`crowded_before`), the commit tops it up."""
+        if published and not pool and crowded_before:
+            self._room_made = True
+
+    def took_held(self) -> None:
+        """An attempt held by the cap was claimed in this unit (eager dispatch): one fewer
+        for the commit's top-up to publish."""
+        self._held.capped -= 1
+
+    def restamp(self) -> None:
+        """What follows happened now, not when the unit began (a claim behind a pool's
+        lock: its task_started must not read earlier than the count that admitted it)."""
+        self.now = timezone.now()
+
+    def look_later(self) -> None:
+        """Skip the look after commit: the caller's next unit comes soon and takes what
+        the inbox holds then (a worker that claimed its next attempt eagerly)."""
+        self._recheck = False
 
     def apply_effects(self, *, eager: bool = False) -> None:
         """Create the rows what was appended so far calls for, before the commit: a worker
@@ -336,12 +371,12 @@ class UnitOfWork:
         applied = self._appended[self._applied :]
         hold = Hold.NONE
         if any(d.type == EventType.TASK_SCHEDULED for d in applied):
-            if crowded(self.state, in_flight_cap()):
+            if self.crowded():
                 hold = Hold.ALL
             elif eager:
                 hold = Hold.FIRST
         held = apply_effects(self.execution, applied, self.now, self.outbox, hold=hold)
-        self.held.add(held)
+        self._held.add(held)
         self._applied = len(self._appended)
 
     def commit(self, *, decided: bool) -> None:
@@ -360,22 +395,38 @@ class UnitOfWork:
             execution.snapshot_seq = state.last_seq
         save_execution(execution, state, snapshot=snapshot)
         project_tasks(execution, state, touched_nodes(self._appended), self.definition)
-        self.tally.stage(execution, state, self._appended, self.now, self.definition)
+        for watcher in self._watchers:
+            watcher.stage(execution, state, self._appended, self.now, self.definition)
         self._rows, self._appended, self._applied = [], [], 0
-        if self._look is not None:
-            self._look.taken, self._look.uncommitted = True, False
-        if self.recheck and inbox.enabled():
+        look = self._look
+        if look is not None:
+            look.taken, look.uncommitted = True, False
+        if self._recheck and look is not None:
             # Registered last: it runs after the state is cached and the messages sent.
-            transaction.on_commit(self._look_again)
-            self.recheck = False  # once, however often the unit commits
+            transaction.on_commit(look.run)
+            self._recheck = False  # once, however often the unit commits
 
     def _release_held(self) -> None:
-        """Publish what fits of what this unit held or freed (services/capacity.py)."""
-        held, self.held = self.held, Held()
-        if (held.capped > 0 or self.claimed_published) and not self.state.paused:
+        """Publish what fits of what this unit held or freed (kernel/capacity.py)."""
+        held, self._held = self._held, Held()
+        if (held.capped > 0 or self._room_made) and not self.state.paused:
             top_up(self.execution, self.now, self.outbox)
-        self.claimed_published = False
+        self._room_made = False
         dispatch_after_commit(held.pools, self.outbox)
+
+
+def _decide(
+    execution: Execution, state: ExecutionState
+) -> tuple[Definition | None, list[Decision]]:
+    """decide(), without loading the definition where decide does not read it: an ended
+    execution (a late timeout) and one being ended for an engine error (whose definition
+    may be what broke) must not depend on it still parsing."""
+    if state.status in EXECUTION_TERMINAL:
+        return None, []
+    if state.engine_error is not None:
+        return None, engine_failure(state)
+    definition = definition_for(execution.version_id)
+    return definition, decide(definition, state)
 
 
 def _due_for_snapshot(execution: Execution, state: ExecutionState) -> bool:

@@ -49,7 +49,7 @@ class Hold(Enum):
 
 @dataclass
 class Held:
-    """What a unit's effects left held (executions/services/capacity.py): attempts with
+    """What a unit's effects left held (executions/kernel/capacity.py): attempts with
     no pool, for the in-flight top-up, and the pools whose dispatch must run after commit."""
 
     capped: int = 0
@@ -91,7 +91,7 @@ def _schedule_attempts(
 ) -> Held:
     """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds).
     Those `hold` holds wait for the commit's top-up to the in-flight cap, and a pool's
-    for its dispatch after commit (services/capacity.py); the others are published."""
+    for its dispatch after commit (kernel/capacity.py); the others are published."""
     held = Held()
     scheduled = [
         d
@@ -163,7 +163,7 @@ def _schedule_attempts(
 
 def claim_payload(node: Node, scheduled: Decision) -> dict[str, Any] | None:
     """What a worker's claim needs when it cannot read the execution's state (its lock
-    taken: executions/inbox.py), or None where only the state will do: a pool's gate,
+    taken: executions/kernel/inbox.py), or None where only the state will do: a pool's gate,
     a child workflow's start, and a template with secrets (rendered from the state) are
     claimed under the lock, as are attempts with faults injected (left out by the caller)."""
     kind = get_kind(node.type)

@@ -1,0 +1,75 @@
+"""The one orchestration path: lock, fold, decide, and one unit of work (kernel/store.py
+UnitOfWork) that appends, projects and publishes on commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+
+from executions.engine.events import Decision, EventType, Source
+from executions.engine.state import ExecutionState
+from executions.kernel import store
+from executions.kernel.handle import Locked
+from executions.kernel.lock import lock_execution
+from workflows.dsl.limits import decision_limits
+
+
+def execution_advance(*, execution_id: UUID | str) -> int:
+    """Decide upon every event not yet decided. Returns the number of decisions."""
+    with transaction.atomic():
+        locked = lock_execution(execution_id)
+        work = store.UnitOfWork(locked, store.load_state(locked.execution))
+        decided = work.decide()
+        work.commit(decided=True)
+        return decided
+
+
+def record_and_advance(
+    locked: Locked,
+    facts: Sequence[Decision],
+    *,
+    source: Source,
+    state: ExecutionState | None = None,
+) -> ExecutionState:
+    """Append facts (results, timer firings, signals), then decide upon them. Inside the lock."""
+    work = record_and_decide(locked, facts, source=source, state=state)
+    work.commit(decided=True)
+    return work.state
+
+
+def record_and_decide(
+    locked: Locked,
+    facts: Sequence[Decision],
+    *,
+    source: Source,
+    state: ExecutionState | None = None,
+) -> store.UnitOfWork:
+    """record_and_advance, short of the commit: the caller may add to the same unit (a
+    worker claiming the attempt its result scheduled) and then commits it, decided."""
+    work = store.UnitOfWork(locked, state or store.load_state(locked.execution))
+    work.append(facts, source=source)
+    work.decide()
+    return work
+
+
+def begin(locked: Locked, reuse: list[Decision] | None = None, *, faults: Any = None) -> None:
+    """Append workflow_started (and a replay's reused results), then decide. Inside the lock."""
+    execution = locked.execution
+    started = Decision(
+        EventType.WORKFLOW_STARTED,
+        data={
+            "input": execution.input,
+            "workflow": execution.workflow.name,
+            "version": execution.version.version,
+            "replay_of": str(execution.replay_of_id) if execution.replay_of_id else None,
+            "by": execution.created_by,
+            # The bounds decide reads, as they are now: in force for this execution from
+            # here on, whatever the settings say later (workflows/dsl/limits.py).
+            "limits": decision_limits(),
+            **({"faults": faults} if faults else {}),
+        },
+    )
+    record_and_advance(locked, [started, *(reuse or [])], source=Source.API)

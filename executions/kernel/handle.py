@@ -1,0 +1,43 @@
+"""What the lock hands its holder (executions/kernel/lock.py): the locked row and what the
+holder owes the inbox once it lets go, as typed fields instead of attributes on the row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from executions.models import Execution
+
+
+@dataclass(eq=False)
+class Look:
+    """The look at the inbox after commit that every holder of an execution's lock owes
+    the workers who found it taken. A unit of work takes it over (`taken`), to look after
+    its own on_commit work (its state cached, its messages sent)."""
+
+    execution_id: str
+    #: The look itself (lock.after_commit for this execution), run once the lock is let go.
+    run: Callable[[], None]
+    #: A unit of work will look (or its caller looks itself): the lock's own look is off.
+    taken: bool = False
+    #: A unit drained the inbox and was never committed, in a transaction that was: the
+    #: facts it took are gone from the inbox and not in the log. A bug, said loudly.
+    uncommitted: bool = False
+
+
+@dataclass(eq=False)
+class Locked:
+    """An execution's row, locked until the transaction ends."""
+
+    execution: Execution
+    #: Whether the inbox may hold facts: read with a lock taken without waiting (as of
+    #: now); True where not asked (a lock that waited reads its row as of before the wait).
+    inbox_waiting: bool = True
+    #: The look after commit this holder owes (None: no inbox, on SQLite).
+    look: Look | None = None
+
+    @classmethod
+    def new(cls, execution: Execution) -> Locked:
+        """An execution whose row no other transaction can see yet (being started): it
+        needs no lock, and no worker knows it to leave a fact in its inbox."""
+        return cls(execution, inbox_waiting=False)

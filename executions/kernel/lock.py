@@ -1,0 +1,163 @@
+"""An execution's lock, and the protocol of everything done under it.
+
+**The lock.** Everything that writes an execution's log, or the rows the log decides
+(attempts, timers, tasks, the execution's own projection), does so inside one transaction
+holding the execution's row lock (`lock_execution`; `try_lock_execution` for a worker that
+will not wait). So seqs are contiguous (the unique (execution, seq) constraint is the
+backstop if that is ever wrong), and each unit of work (kernel/unit.py) folds, decides and
+writes on a state nobody else is changing. The lock returns a `Locked` handle
+(kernel/handle.py): the row, and what its holder owes the inbox once it lets go.
+
+**Lock order.** The Execution row first, then any Attempt, Timer or Task rows of that
+execution; then, for a pool node's claim (kernel/capacity.py `pool_admits`), the Pool
+row. A pool's dispatch takes the Pool row alone, never an Execution lock, and nothing
+takes two Execution locks in one transaction, so no cycle can form. One exception keeps
+it so: concurrency admission (services/admission.py) takes a key's ConcurrencyKey row
+first, then the rows of the held executions it starts, which no one else locks but to
+cancel them; nobody takes a key while holding the lock of an execution another
+transaction can see held (a start holds only its own new, uncommitted row; a retry takes
+the key before its execution). Messages go out after commit (messages.Outbox), never
+under a lock.
+
+**The inbox: write, then look.** PostgreSQL only (SKIP LOCKED; on SQLite the write lock is
+the database's, every worker waits for it, and there is no inbox). A worker whose claim
+needs nothing of the state, or whose result finds the lock taken, writes its fact into the
+attempt's row (`unlogged`, one conditional UPDATE: kernel/inbox.py) and goes on with its
+next message instead of queueing on the lock. Every unit of work drains the inbox first
+(its facts become events in the order they happened, then one decision for all of them).
+Every holder of the lock looks at the inbox once it lets go (`after_commit`). The worker
+writes, then looks; the holder lets go, then looks: whichever way their steps interleave,
+one of the two sees the fact.
+
+**The lookers**, each running at most LOOK_UNITS units (a hot execution must not keep its
+looker from everything else; what is left goes to the next holder, writer or sweeper tick):
+
+1. Every holder, after its commit: the lock registers the look (`_look_after`).
+2. A unit of work takes that look over (`Look.taken`) and looks after its own on_commit
+   work, its state cached and its messages sent (kernel/unit.py, `recheck`).
+3. A worker that wrote its result into the inbox looks once more at once
+   (services/attempts.py `_finish`): the lock may have been let go meanwhile.
+4. A worker's lease keeper, SHOW_RUNNING_AFTER into an attempt that runs on, drains its
+   claims too, so the attempt shows as running (worker/runtime.py `show_running`).
+5. A worker at the end of its message (worker/runtime.py `run_task`).
+6. The sweeper's inbox phase, every tick: the backstop for a looker that died
+   (services/sweep.py `_drain_inboxes`).
+
+**When a look is skipped.** A new execution's unit (no worker knows it yet). The units of a
+look itself (`advance_pending`: the loop is the look, `recheck=False`). A unit whose worker
+claimed its next attempt eagerly: it leaves the look to that worker's next unit, its lease
+keeper or the end of its message (services/attempts.py `_finish_locked`). A drain is
+skipped when the lock, taken without waiting, read the inbox empty in its own SELECT; a
+lock that waited drains without asking, its reading being from before the wait.
+
+**Claims and results in the inbox.** A result is never ordered before its own claim,
+whatever the worker's clock did; facts the log has moved past (a result for an attempt
+cancelled while it waited) are dropped and the row set to what the log says. A timeout is
+decided under the lock, after the inbox: a result that came first wins. One result per
+attempt is the Attempt row's conditional UPDATE (running -> finished), whoever logs it.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from uuid import UUID
+
+from django.db import connection, transaction
+from django.db.models import OuterRef
+
+from executions.kernel import inbox, store
+from executions.kernel.handle import Locked, Look
+from executions.models import Execution
+from workflows import logs
+
+log = logging.getLogger(__name__)
+
+#: At most this many units per look: a hot execution must not keep its looker (a request,
+#: a worker between messages, the sweeper) from everything else. What is left is looked
+#: at by the next holder, the next worker that writes, or the sweeper's next tick.
+LOOK_UNITS = 3
+
+
+def lock_execution(execution_id: UUID | str) -> Locked:
+    """The execution row, locked until the transaction ends. Call inside atomic()."""
+    locked = _lock(execution_id, skip_locked=False)
+    assert locked is not None
+    return locked
+
+
+def try_lock_execution(execution_id: UUID | str) -> Locked | None:
+    """lock_execution, or None at once if another transaction holds the lock: a worker
+    then leaves its fact in the inbox (kernel/inbox.py) for that holder to log."""
+    return _lock(execution_id, skip_locked=inbox.enabled())
+
+
+def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Locked | None:
+    assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
+    logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
+    queryset = Execution.objects.all()
+    if store.is_cached(execution_id):
+        # The snapshot column is O(nodes) JSON; load_state will not need it.
+        queryset = queryset.defer("snapshot")
+    if skip_locked:
+        # Whether the drain has anything to read, in the same round trip. A lock taken
+        # without waiting reads it as of now; one that waited would read it as of before
+        # the wait, and so drains without asking.
+        queryset = queryset.annotate(inbox_waiting=inbox.waiting_for(OuterRef("pk")))
+    if connection.features.has_select_for_update:
+        queryset = queryset.select_for_update(skip_locked=skip_locked)
+    # On SQLite the IMMEDIATE transaction already holds the database's write lock.
+    if skip_locked:
+        execution = next(iter(queryset.filter(pk=execution_id)), None)
+    else:
+        execution = queryset.get(pk=execution_id)
+    if execution is None:
+        return None
+    # Read off the row: the handle carries it, the model instance no attribute of the lock's.
+    locked = Locked(execution, inbox_waiting=vars(execution).pop("inbox_waiting", True))
+    if inbox.enabled():
+        # Every holder looks at the inbox once it lets go: a worker that found the lock
+        # taken wrote its fact and went on. A unit of work takes the look over.
+        look = Look(str(execution_id), partial(after_commit, str(execution_id)))
+        locked.look = look
+        transaction.on_commit(partial(_look_after, look))
+    return locked
+
+
+def _look_after(look: Look) -> None:
+    if look.uncommitted:
+        log.error("execution %s: a unit of work drained its inbox and was not committed",
+                  look.execution_id)  # fmt: skip
+    if not look.taken:
+        look.run()
+
+
+def after_commit(execution_id: str, *, claims: bool = False) -> None:
+    """The lock was let go: log what workers left meanwhile. Never raises into the caller
+    (an API request, a worker's task): what fails here, the sweeper retries."""
+    try:
+        advance_pending(execution_id, claims=claims, limit=LOOK_UNITS)
+    except Exception:
+        log.warning("draining the inbox of %s failed; the sweeper will", execution_id,
+                    exc_info=True)  # fmt: skip
+
+
+def advance_pending(
+    execution_id: UUID | str, *, claims: bool = False, limit: int | None = None
+) -> int:
+    """Log and decide upon the inbox's results (`claims`: its claims too) while there are
+    any, the lock is free and fewer than `limit` units ran. Taken: its holder looks at the
+    inbox after its commit. Returns the number of units."""
+    units = 0
+    while (limit is None or units < limit) and inbox.waiting(str(execution_id), claims=claims):
+        with transaction.atomic():
+            # This loop is the look after the commit: the lock does not schedule another.
+            locked = try_lock_execution(execution_id)
+            if locked is None:
+                return units
+            work = store.UnitOfWork(locked, store.load_state(locked.execution), recheck=False)
+            if work.pending:  # another holder may have drained it first
+                work.decide()
+                work.commit(decided=True)
+        units += 1
+    return units
