@@ -21,7 +21,7 @@ from executions.engine.chain import Linked, first_break
 from executions.engine.events import Event, EventType, Source
 from executions.engine.fold import fold
 from executions.engine.verify import verify
-from workflows.dsl.model import NODE_TYPES
+from workflows.dsl import NODE_TYPES
 from workflows.dsl.parser import parse_definition
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))

@@ -55,18 +55,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def source_of(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a `from ... import` reads from, a relative one resolved."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base[: len(base) - node.level + (1 if is_package else 0)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def imported(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against this module's package
-                base = module.split(".")
-                base = base[: len(base) - node.level + (1 if is_package else 0)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
+            target = source_of(node, module, is_package)
             names.add(target)
             # `from executions import store` imports executions.store
             names.update(f"{target}.{alias.name}" for alias in node.names)
@@ -157,6 +161,13 @@ def test_nothing_imports_the_entry_points() -> None:
     graph = dependencies()
     importers = {unit: sorted(deps["entry"]) for unit, deps in graph.items() if "entry" in deps}
     assert not importers, importers
+
+
+def test_every_app_is_checked() -> None:
+    """A Django app added to the repository (a package with an apps.py) joins APPS, so
+    no app's imports go unchecked."""
+    found = {path.parent.name for path in ROOT.glob("*/apps.py")}
+    assert found == set(APPS), f"apps in the repository: {sorted(found)}; checked: {APPS}"
 
 
 def test_the_check_sees_a_cycle() -> None:

@@ -16,9 +16,10 @@ from executions.engine.statuses import ExecutionStatus, TaskStatus
 from executions.engine.verify import verify
 from tests.unit.engine.sim import Run
 from workflows.dsl import NODE_TYPES, DefinitionError, parse_definition
-from workflows.dsl.bodies import TYPE_FIELDS, Place
+from workflows.dsl.bodies import TYPE_FIELDS
 from workflows.dsl.checks import Collector
 from workflows.dsl.model import NodeBody, RetryPolicy
+from workflows.dsl.place import Place
 from workflows.kinds import all_kinds, get_kind, register, unregister
 from workflows.kinds.base import Complete, NodeKind
 

@@ -4,7 +4,6 @@ Pure Python: no Django import, so the engine core can use it.
 """
 
 from workflows.dsl.model import (
-    NODE_TYPES,
     TRIGGER_RULES,
     Definition,
     Node,
@@ -13,6 +12,10 @@ from workflows.dsl.model import (
 )
 from workflows.dsl.parser import parse_definition
 from workflows.dsl.problems import DefinitionError, Problem
+from workflows.kinds import NAMES
+
+#: The registered node types (workflows/kinds/): a live view, never a second list.
+NODE_TYPES = NAMES
 
 __all__ = [
     "NODE_TYPES",

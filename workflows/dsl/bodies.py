@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from workflows.dsl.checks import Collector, Scope, describe, quote
-from workflows.dsl.model import NodeBody, RetryPolicy
+from workflows.dsl.checks import Collector, describe, quote
+from workflows.dsl.model import NodeBody
+from workflows.dsl.place import Place
 from workflows.dsl.policy import parse_policy
 from workflows.dsl.references import check_templates
 from workflows.kinds import FIELDS, NAMES, WORKER_NAMES, get_kind
@@ -35,25 +35,12 @@ _TIMEOUT_BOUNDS = {
 }
 
 
-@dataclass(frozen=True)
-class Place:
-    """Where a body sits, which decides the fields it may have and what it inherits."""
-
-    scope: Scope
-    #: Prefix of the body's fields in problems: "", "compensation." or "node.".
-    prefix: str
-    #: How problems name this kind of body when it is not a graph node.
-    label: str | None
-    #: The policy the body's own `retry_policy` is merged over.
-    base_policy: RetryPolicy
-    #: Why a map is not allowed here; None: it is.
-    no_map: str | None = None
-
-    def what(self, kind: str | None) -> str:
-        if self.label:
-            return self.label
-        found = get_kind(kind)
-        return f"{found.article} {found.name} node" if found else "a node"
+def what(place: Place, kind: str | None) -> str:
+    """How problems name a body of `kind` at `place`."""
+    if place.label:
+        return place.label
+    found = get_kind(kind)
+    return f"{found.article} {found.name} node" if found else "a node"
 
 
 def build_body(c: Collector, raw: object, place: Place) -> NodeBody | None:
@@ -143,9 +130,9 @@ def _check_fields(c: Collector, raw: Mapping[str, Any], kind: str | None, place:
         if key in GRAPH_FIELDS:
             message = f"'{key}' is not allowed in {place.label}: only graph nodes have it"
         elif owners:
-            message = f"'{key}' belongs to {'/'.join(owners)} nodes, not to {place.what(kind)}"
+            message = f"'{key}' belongs to {'/'.join(owners)} nodes, not to {what(place, kind)}"
         else:
             shown = quote(key) if isinstance(key, str) else repr(key)
             listing = ", ".join(sorted(allowed))
-            message = f"unknown field {shown} for {place.what(kind)}; allowed: {listing}"
+            message = f"unknown field {shown} for {what(place, kind)}; allowed: {listing}"
         c.add(message, node=place.scope.node, field=field)

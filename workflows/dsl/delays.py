@@ -14,7 +14,7 @@ from workflows.dsl.model import RetryPolicy
 from workflows.dsl.references import check_templates
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
+    from workflows.dsl.place import Place
 
 
 def parse_delay(

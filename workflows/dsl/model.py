@@ -6,12 +6,9 @@ from functools import cached_property
 from typing import Any
 
 from workflows.dsl.concurrency import ConcurrencySpec
-from workflows.kinds import NAMES
 
 #: A compensation runs as the task `<node id>.compensation` ("." never appears in an id).
 COMPENSATION_SUFFIX = ".compensation"
-#: The registered node types (workflows/kinds/): a live view, never a second list.
-NODE_TYPES = NAMES
 #: Airflow's names and meanings (executions/engine/rules.py decides them).
 TRIGGER_RULES = (
     "all_success",

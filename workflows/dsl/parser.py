@@ -12,12 +12,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workflows.dsl.bodies import Place, build_body, parse_body
+from workflows.dsl.bodies import build_body, parse_body
 from workflows.dsl.checks import Collector, Scope, describe, quote
 from workflows.dsl.concurrency import parse_concurrency
 from workflows.dsl.graph import find_cycles, upstream
 from workflows.dsl.limits import limits, over
 from workflows.dsl.model import TRIGGER_RULES, Definition, Node, RetryPolicy
+from workflows.dsl.place import Place
 from workflows.dsl.policy import parse_policy
 from workflows.dsl.problems import DefinitionError, Problem
 from workflows.dsl.references import check_bare, check_declared_secrets, check_templates
@@ -178,7 +179,8 @@ def _identify(c: Collector, raw_nodes: list[Any]) -> list[_Entry]:
 def _node(c: Collector, entry: _Entry, ids: Sequence[str], policy: RetryPolicy) -> Node:
     label, raw = entry.label, entry.raw
     scope = Scope(node=label, owner=entry.node_id)
-    kwargs = parse_body(c, raw, Place(scope=scope, prefix="", label=None, base_policy=policy))
+    place = Place(scope=scope, prefix="", label=None, base_policy=policy, build=build_body)
+    kwargs = parse_body(c, raw, place)
     graph: dict[str, Any] = {"id": entry.node_id or label}
     if "depends_on" in raw:
         graph["depends_on"] = _depends_on(c, raw["depends_on"], entry, ids)
@@ -207,6 +209,7 @@ def _node(c: Collector, entry: _Entry, ids: Sequence[str], policy: RetryPolicy) 
             prefix="compensation.",
             label="a compensation",
             base_policy=policy,
+            build=build_body,
             no_map="a compensation cannot be a map: undo the fan-out in a function or sub-workflow",
         )
         graph["compensation"] = build_body(c, raw["compensation"], place)

@@ -12,8 +12,8 @@ from workflows.dsl.checks import Collector
 from workflows.kinds.base import NodeKind
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.model import RetryPolicy
+    from workflows.dsl.place import Place
 
 #: An approver: "group:<name>" or "user:<username>" (Django's own groups and users).
 APPROVER = re.compile(r"(group|user):[\w.@+ -]{1,150}\Z")

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from workflows.dsl.templates import render
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.checks import Collector
     from workflows.dsl.limits import Limits
     from workflows.dsl.model import NodeBody, RetryPolicy
+    from workflows.dsl.place import Place
     from workflows.kinds.fields import Required
 
 JSON = Any

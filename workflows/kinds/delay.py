@@ -16,9 +16,9 @@ from workflows.kinds.base import LimitExceeded, NodeKind, Wait, spec_of
 from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.limits import Limits
     from workflows.dsl.model import NodeBody, RetryPolicy
+    from workflows.dsl.place import Place
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from workflows.kinds.base import NodeKind
 from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.model import RetryPolicy
+    from workflows.dsl.place import Place
 
 
 @dataclass(frozen=True)

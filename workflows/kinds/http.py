@@ -12,8 +12,8 @@ from workflows.kinds.base import JSON, NodeKind, spec_of
 from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.model import NodeBody, RetryPolicy
+    from workflows.dsl.place import Place
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 REQUEST_FIELDS = ("method", "url", "headers", "params", "json", "body")

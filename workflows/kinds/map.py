@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from workflows.dsl.checks import Collector, Scope, no_secrets
 from workflows.dsl.limits import limits, over
+from workflows.dsl.place import Place
 from workflows.dsl.references import check_items
 from workflows.dsl.templates import check_size, search
 from workflows.kinds.base import LimitExceeded, NodeKind, Schedule, spec_of
 from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.limits import Limits
     from workflows.dsl.model import NodeBody, RetryPolicy
 
@@ -55,10 +55,6 @@ class MapKind(NodeKind):
     def parse(
         self, c: Collector, raw: Mapping[str, Any], place: Place, policy: RetryPolicy
     ) -> MapSpec:
-        # Imported here: bodies.py parses through this registry, so it cannot be imported
-        # while the registry loads its kinds.
-        from workflows.dsl import bodies
-
         node, p = place.scope.node, place.prefix
         kwargs: dict[str, Any] = {}
         if "items" in raw:
@@ -66,14 +62,15 @@ class MapKind(NodeKind):
                 c, raw["items"], scope=no_secrets(place.scope), field=p + "items"
             )
         if "node" in raw:
-            body = bodies.Place(
+            body = Place(
                 scope=Scope(node=node, owner=place.scope.owner, in_map=True),
                 prefix=p + "node.",
                 label="a map's node body",
                 base_policy=policy,
+                build=place.build,
                 no_map="a map's node cannot be a map: run the inner fan-out in a sub-workflow",
             )
-            kwargs["node"] = bodies.build_body(c, raw["node"], body)
+            kwargs["node"] = place.build(c, raw["node"], body)
         if "max_parallel" in raw:
             parallel = c.integer(raw["max_parallel"], node=node, field=p + "max_parallel")
             kwargs["max_parallel"] = c.within(

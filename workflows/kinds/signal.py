@@ -15,8 +15,8 @@ from workflows.kinds.base import NodeKind, Schedule, spec_of
 from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.model import NodeBody, RetryPolicy
+    from workflows.dsl.place import Place
 
 #: A signal's name: one URL path segment.
 SIGNAL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}\Z")

@@ -13,8 +13,8 @@ from workflows.kinds.base import NodeKind
 from workflows.kinds.fields import Required
 
 if TYPE_CHECKING:
-    from workflows.dsl.bodies import Place
     from workflows.dsl.model import RetryPolicy
+    from workflows.dsl.place import Place
 
 #: The same shape as WorkflowDefinition.name: a name outside it can never exist.
 WORKFLOW_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}\Z")
