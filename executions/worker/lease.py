@@ -1,7 +1,7 @@
 """Attempt leases, renewed by one long-lived thread per worker process.
 
 A thread per attempt cost about a tenth of a chain hop (start and join, every attempt,
-though a quick one never renews at all: docs/performance.md). Here an attempt registers
+though a quick one never renews at all). Here an attempt registers
 its Lease with the process's LeaseKeeper and unregisters it when it ends; the keeper
 sleeps until the earliest renewal is due, so a short attempt costs a lock and a set
 insertion, and the keeper wakes only for attempts that outlive their first interval.
