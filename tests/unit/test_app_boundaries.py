@@ -170,6 +170,14 @@ def test_every_app_is_checked() -> None:
     assert found == set(APPS), f"apps in the repository: {sorted(found)}; checked: {APPS}"
 
 
+def test_every_package_of_the_apps_is_a_regular_one() -> None:
+    """A folder of modules without __init__.py is a namespace package, which the wheel's
+    package finder (pyproject.toml) leaves out: an installed engine would lack it."""
+    folders = {path.parent for app in APPS for path in (ROOT / app).rglob("*.py")}
+    missing = sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").exists())
+    assert not missing, f"folders of modules with no __init__.py: {missing}"
+
+
 def test_the_check_sees_a_cycle() -> None:
     graph = {"a": {"b": {"a.x"}}, "b": {"c": {"b.y"}}, "c": {"a": {"c.z"}}}
     assert cycles(graph) == [["a", "b", "c", "a"]]
