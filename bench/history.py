@@ -54,7 +54,7 @@ def synth_history(definition, execution_id: str, size: int) -> list:
 
 
 def chained(events: list) -> list[str]:
-    """Each event's hash, chained as store.UnitOfWork would (executions/engine/chain.py)."""
+    """Each event's hash, chained as the UnitOfWork would (executions/engine/chain.py)."""
     from executions.engine.chain import GENESIS, event_hash
 
     hashes, previous = [], GENESIS

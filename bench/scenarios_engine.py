@@ -73,7 +73,7 @@ class EngineScenarios(BenchBase):
 
         from executions.definitions import definition_for
         from executions.engine.verify import verify
-        from executions.kernel import store
+        from executions.kernel.log import events_of, to_engine
 
         t0 = time.perf_counter()
         execution_id, _ = insert_history(version, size)
@@ -81,8 +81,8 @@ class EngineScenarios(BenchBase):
         definition = definition_for(version.pk)
         core, command = [], []
         for _ in range(runs):
-            rows = store.events_of(execution_id).iterator(chunk_size=5000)
-            events = [store.to_engine(row) for row in rows]
+            rows = events_of(execution_id).iterator(chunk_size=5000)
+            events = [to_engine(row) for row in rows]
             t0 = time.perf_counter()
             found = verify(definition, events, execution_id=str(execution_id))
             core.append(size / (time.perf_counter() - t0))

@@ -217,12 +217,12 @@ def verify_only_rate() -> float:
     what the single-execution path spends on decisions, for comparison."""
     from executions.definitions import definition_for
     from executions.engine.verify import verify_log
-    from executions.kernel import store
+    from executions.kernel.log import engine_events
     from executions.models import Execution
 
     spent, count = 0.0, 0
     for execution_id, version_id in Execution.objects.values_list("pk", "version_id"):
-        events = store.engine_events(execution_id)
+        events = engine_events(execution_id)
         began = time.perf_counter()
         verify_log(definition_for(version_id), events, execution_id=str(execution_id))
         spent += time.perf_counter() - began

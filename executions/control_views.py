@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from executions.engine.statuses import ExecutionStatus, values
-from executions.kernel import store
+from executions.kernel.log import state_at
 from executions.models import Execution
 from executions.serializers import ExecutionSerializer
 from executions.services import bulk, control, signals, whatif, why
@@ -273,7 +273,7 @@ class StateView(_ControlView):
                     ]
                 }
             )
-        state = store.state_at(execution.pk, at_seq)
+        state = state_at(execution.pk, at_seq)
         body = state.to_dict()
         body["at_seq"] = at_seq
         return Response(body)

@@ -23,12 +23,15 @@ from executions.engine.events import Event, EventType
 from executions.engine.fold import fold
 from executions.engine.inbox import RESULT_EVENTS
 from executions.engine.nodes import WORKER_TYPES
+from executions.engine.readers import TIMER_KIND
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
 from executions.engine.verify import verify_log
-from executions.kernel import store
+from executions.kernel.effects import timeout_closed_by, timer_started_by
 from executions.kernel.lock import lock_execution
+from executions.kernel.log import engine_events, load_state
 from executions.kernel.projections import differences, rebuild
+from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer, TimerKind
 from workflows.dsl import Definition
 
@@ -94,26 +97,19 @@ def expected_timers(events: Iterable[Event]) -> dict[tuple[str, int, str], Expec
     fired_at is when the log closed one (it fired, or its wait was answered)."""
     timers: dict[tuple[str, int, str], ExpectedTimer] = {}
     for event in events:
-        node_id = event.node_id or ""
-        if event.type == EventType.TIMER_STARTED:
-            due = datetime.fromisoformat(event.data["input"]["due_at"])
-            timers[(node_id, event.attempt or 0, TimerKind.DELAY)] = ExpectedTimer(due, None)
-        elif event.type == EventType.TASK_SCHEDULED and event.data.get("timeout_at"):
-            due = datetime.fromisoformat(event.data["timeout_at"])
-            timers[(node_id, event.attempt or 0, TimerKind.TIMEOUT)] = ExpectedTimer(due, None)
-        elif event.type == EventType.TASK_RETRY_SCHEDULED:
-            due = datetime.fromisoformat(event.data["due_at"])
-            key = (node_id, event.data["next_attempt"], TimerKind.RETRY)
-            timers[key] = ExpectedTimer(due, None)
+        # The effects' own rules (kernel/effects.py): which event starts a timer, which
+        # closes one unfired; a timer fires with its timer_fired.
+        started, closed = timer_started_by(event), timeout_closed_by(event)
+        if started is not None:
+            node_id, attempt, kind, due = started
+            timers[(node_id, attempt, kind)] = ExpectedTimer(due, None)
         elif event.type == EventType.TIMER_FIRED:
-            key = (node_id, event.attempt or 0, event.data.get("kind", TimerKind.DELAY))
+            fired = TIMER_KIND(event.data, event.payload) or TimerKind.DELAY
+            key = (event.node_id or "", event.attempt or 0, fired)
             if key in timers:
                 timers[key] = ExpectedTimer(timers[key].due_at, event.timestamp)
-        elif event.type == EventType.SIGNAL_RECEIVED and event.node_id:
-            # The answer to a wait closes its open timeout (effects._apply_effect).
-            key = (node_id, event.attempt or 0, TimerKind.TIMEOUT)
-            if key in timers and timers[key].fired_at is None:
-                timers[key] = ExpectedTimer(timers[key].due_at, event.timestamp)
+        elif closed is not None and closed in timers and timers[closed].fired_at is None:
+            timers[closed] = ExpectedTimer(timers[closed].due_at, event.timestamp)
     return timers
 
 
@@ -215,11 +211,11 @@ def rebuild_rows(execution_id: UUID | str) -> None:
         locked = lock_execution(execution_id)
         execution = locked.execution
         # What waits in the inbox goes into the log first: the rows are rebuilt from it.
-        work = store.UnitOfWork(locked, store.load_state(execution))
+        work = UnitOfWork(locked, load_state(execution))
         if work.pending:
             work.decide()
             work.commit(decided=True)
-        events = store.engine_events(execution.pk)
+        events = engine_events(execution.pk)
         state = fold(events, execution_id=str(execution.pk))
         definition = definition_for(execution.version_id)
         rebuild(execution, state, definition)

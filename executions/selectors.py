@@ -9,6 +9,7 @@ from django.db.models.functions import Coalesce
 
 from executions.engine.statuses import TaskStatus
 from executions.models import Attempt, Event, Execution, Task
+from executions.sqlnames import column, sql
 from workflows.models import WorkflowDefinition, WorkflowVersion
 from workflows.selectors import MAX_ID, workflow_get
 
@@ -100,18 +101,21 @@ _WORKFLOW_COLUMNS = ("id", "name", "description", "created_at", "created_by")
 #: version_named's query, written once: built through the ORM (two subqueries under a
 #: Coalesce) it cost more CPU per POST /executions than anything else before the start.
 #: Without the definition column: the start reads the parsed one (executions/definitions).
-_VERSION_SQL = """
+_VERSION_SQL = sql(
+    """
 SELECT {version}, {workflow}
-FROM workflows_workflowversion v JOIN workflows_workflowdefinition w ON w.id = v.workflow_id
-WHERE v.workflow_id = COALESCE(
-    (SELECT id FROM workflows_workflowdefinition WHERE id = %(id)s),
-    (SELECT id FROM workflows_workflowdefinition WHERE name = %(name)s)
-) AND (%(number)s::bigint IS NULL OR v.version = %(number)s::bigint)
-ORDER BY v.version DESC
+FROM {v} v JOIN {w} w ON w.{w.id} = v.{v.workflow}
+WHERE v.{v.workflow} = COALESCE(
+    (SELECT {w.id} FROM {w} WHERE {w.id} = %(id)s),
+    (SELECT {w.id} FROM {w} WHERE {w.name} = %(name)s)
+) AND (%(number)s::bigint IS NULL OR v.{v.version} = %(number)s::bigint)
+ORDER BY v.{v.version} DESC
 LIMIT 1
-""".format(
-    version=", ".join(f"v.{c}" for c in _VERSION_COLUMNS),
-    workflow=", ".join(f"w.{c}" for c in _WORKFLOW_COLUMNS),
+""",
+    v=WorkflowVersion,
+    w=WorkflowDefinition,
+    version=", ".join(f"v.{column(WorkflowVersion, c)}" for c in _VERSION_COLUMNS),
+    workflow=", ".join(f"w.{column(WorkflowDefinition, c)}" for c in _WORKFLOW_COLUMNS),
 )
 
 

@@ -1,4 +1,4 @@
-"""The one orchestration path: lock, fold, decide, and one unit of work (kernel/store.py
+"""The one orchestration path: lock, fold, decide, and one unit of work (kernel/unit.py
 UnitOfWork) that appends, projects and publishes on commit."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from uuid import UUID
 from django.db import transaction
 
 from executions.engine.events import Decision, EventType, Source
+from executions.engine.payloads import WorkflowStarted, decided
 from executions.engine.state import ExecutionState
-from executions.kernel import store
 from executions.kernel.handle import Locked
 from executions.kernel.lock import lock_execution
+from executions.kernel.log import load_state
+from executions.kernel.unit import UnitOfWork
 from workflows.dsl.limits import decision_limits
 
 
@@ -21,7 +23,7 @@ def execution_advance(*, execution_id: UUID | str) -> int:
     """Decide upon every event not yet decided. Returns the number of decisions."""
     with transaction.atomic():
         locked = lock_execution(execution_id)
-        work = store.UnitOfWork(locked, store.load_state(locked.execution))
+        work = UnitOfWork(locked, load_state(locked.execution))
         decided = work.decide()
         work.commit(decided=True)
         return decided
@@ -46,10 +48,10 @@ def record_and_decide(
     *,
     source: Source,
     state: ExecutionState | None = None,
-) -> store.UnitOfWork:
+) -> UnitOfWork:
     """record_and_advance, short of the commit: the caller may add to the same unit (a
     worker claiming the attempt its result scheduled) and then commits it, decided."""
-    work = store.UnitOfWork(locked, state or store.load_state(locked.execution))
+    work = UnitOfWork(locked, state or load_state(locked.execution))
     work.append(facts, source=source)
     work.decide()
     return work
@@ -58,18 +60,16 @@ def record_and_decide(
 def begin(locked: Locked, reuse: list[Decision] | None = None, *, faults: Any = None) -> None:
     """Append workflow_started (and a replay's reused results), then decide. Inside the lock."""
     execution = locked.execution
-    started = Decision(
-        EventType.WORKFLOW_STARTED,
-        data={
-            "input": execution.input,
-            "workflow": execution.workflow.name,
-            "version": execution.version.version,
-            "replay_of": str(execution.replay_of_id) if execution.replay_of_id else None,
-            "by": execution.created_by,
-            # The bounds decide reads, as they are now: in force for this execution from
-            # here on, whatever the settings say later (workflows/dsl/limits.py).
-            "limits": decision_limits(),
-            **({"faults": faults} if faults else {}),
-        },
+    payload = WorkflowStarted(
+        input=execution.input,
+        workflow=execution.workflow.name,
+        version=execution.version.version,
+        replay_of=str(execution.replay_of_id) if execution.replay_of_id else None,
+        by=execution.created_by,
+        # The bounds decide reads, as they are now: in force for this execution from
+        # here on, whatever the settings say later (workflows/dsl/limits.py).
+        limits=decision_limits(),
+        faults=faults or None,
     )
+    started = decided(EventType.WORKFLOW_STARTED, payload)
     record_and_advance(locked, [started, *(reuse or [])], source=Source.API)

@@ -10,10 +10,8 @@ Two limits hold attempts back:
 
 An attempt is held while its row is scheduled with published_at NULL. Which ones are
 released is the pure choice of executions/engine/capacity.py. Messages go out after
-commit, through the unit's Outbox or on_commit, never under a lock.
-
-Lock order: the Execution row, then the Pool row (the claim gate); a dispatch takes the
-Pool row alone and never an Execution lock, so no cycle can form.
+commit, through the unit's Outbox or on_commit, never under a lock. Where the Pool row
+stands in the lock order: kernel/lock.py.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from executions.definitions import definition_for
 from executions.engine.capacity import Waiting, pool_room, release
 from executions.engine.statuses import ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution
+from executions.sqlnames import sql
 from workflows.conf import engine_settings
 from workflows.models import Pool
 
@@ -52,22 +51,26 @@ def in_flight_cap() -> int:
 
 # The in-flight cap: room(cap, unclaimed) of the pure core, counted and released in one
 # statement (it runs on every claim from the broker and every unit that schedules).
-_TOP_UP = """
-UPDATE executions_attempt SET published_at = %(now)s, released_at = %(now)s
-WHERE id IN (
-    SELECT id FROM executions_attempt
-    WHERE execution_id = %(execution)s AND status = 'scheduled'
-      AND published_at IS NULL AND pool_id IS NULL
-    ORDER BY scheduled_at, id
+_TOP_UP = sql(
+    """
+UPDATE {a} SET {a.published_at} = %(now)s, {a.released_at} = %(now)s
+WHERE {a.id} IN (
+    SELECT {a.id} FROM {a}
+    WHERE {a.execution} = %(execution)s AND {a.status} = '{scheduled}'
+      AND {a.published_at} IS NULL AND {a.pool} IS NULL
+    ORDER BY {a.scheduled_at}, {a.id}
     LIMIT (
         SELECT CASE WHEN COUNT(*) < %(cap)s THEN %(cap)s - COUNT(*) ELSE 0 END
-        FROM executions_attempt
-        WHERE execution_id = %(execution)s AND status = 'scheduled'
-          AND published_at IS NOT NULL AND pool_id IS NULL
+        FROM {a}
+        WHERE {a.execution} = %(execution)s AND {a.status} = '{scheduled}'
+          AND {a.published_at} IS NOT NULL AND {a.pool} IS NULL
     )
 )
-RETURNING id, node_id, attempt
-"""
+RETURNING {a.id}, {a.node_id}, {a.attempt}
+""",
+    a=Attempt,
+    scheduled=AttemptStatus.SCHEDULED.value,
+)
 
 
 def top_up(execution: Execution, now: datetime, outbox: messages.Outbox) -> int:

@@ -1,8 +1,10 @@
 """What an appended event does beside the log: attempt and timer rows, and the messages
 that wake whoever acts on them (sent once the transaction commits, through an Outbox).
 
-Called by the unit of work (store.UnitOfWork.commit) for every event it appends, facts and
-decisions alike, inside the execution's lock: lock order Execution, then its rows.
+Called by the unit of work (kernel/unit.py) for every event it appends, facts and
+decisions alike, inside the execution's lock (kernel/lock.py: Execution, then its rows).
+The timer rules (which event starts a timer, which closes one) are written here once:
+integrity.expected_timers checks the rows by them.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from django.utils import timezone
 
 from executions import messages, signals
 from executions.definitions import definition_for
-from executions.engine.events import Decision, EventType
+from executions.engine.events import Decision, Event, EventType
 from executions.engine.faults import DUPLICATE_DELIVERY
 from executions.engine.nodes import WORKER_TYPES
-from executions.engine.readers import SCHEDULED_INPUT
+from executions.engine.payloads import TaskRetryScheduled, TaskScheduled
+from executions.engine.readers import RETRY_DUE_AT, SCHEDULED_INPUT, TIMER_INPUT, reader
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from nodes.secrets import secret_names, template_of
@@ -172,30 +175,53 @@ def claim_payload(node: Node, scheduled: Decision) -> dict[str, Any] | None:
     return {"input": SCHEDULED_INPUT(scheduled.data, scheduled.payload)}
 
 
+#: A logged event, or one being appended: what the timer rules read of either.
+Logged = Decision | Event
+
+_TIMEOUT_AT = reader(TaskScheduled, "timeout_at")
+_NEXT_ATTEMPT = reader(TaskRetryScheduled, "next_attempt")
+
+
+def timer_started_by(event: Logged) -> tuple[str, int, TimerKind, datetime] | None:
+    """The Timer row an event starts, as (node id, attempt, kind, due), or None: the one
+    rule for the rows the effects create and those integrity.expected_timers expects."""
+    kind, node_id, attempt = event.type, event.node_id or "", event.attempt or 0
+    payload = getattr(event, "payload", None)
+    if kind == EventType.TIMER_STARTED:
+        due = TIMER_INPUT(event.data, payload)["due_at"]
+        return node_id, attempt, TimerKind.DELAY, datetime.fromisoformat(due)
+    if kind == EventType.TASK_SCHEDULED and _TIMEOUT_AT(event.data, payload):
+        due = _TIMEOUT_AT(event.data, payload)
+        return node_id, attempt, TimerKind.TIMEOUT, datetime.fromisoformat(due)
+    if kind == EventType.TASK_RETRY_SCHEDULED:
+        due, retry = (
+            cast(str, RETRY_DUE_AT(event.data, payload)),
+            _NEXT_ATTEMPT(event.data, payload),
+        )
+        return node_id, retry, TimerKind.RETRY, datetime.fromisoformat(due)
+    return None
+
+
+def timeout_closed_by(event: Logged) -> tuple[str, int, TimerKind] | None:
+    """The Timer an event closes unfired, as (node id, attempt, kind), or None: the answer
+    to a wait (an approval decided, a signal delivered) closes its timeout, which must
+    never fire; a late wake-up for it finds it fired and does nothing."""
+    if event.type == EventType.SIGNAL_RECEIVED and event.node_id:
+        return event.node_id, event.attempt or 0, TimerKind.TIMEOUT
+    return None
+
+
 def _apply_effect(
     execution: Execution, event: Decision, now: datetime, outbox: messages.Outbox, held: Held
 ) -> None:
     kind = event.type
-    if kind == EventType.TIMER_STARTED:
-        due = datetime.fromisoformat(event.data["input"]["due_at"])
-        start_timer(execution, event.node_id, event.attempt, TimerKind.DELAY, due, outbox)
-    elif kind == EventType.TASK_SCHEDULED and event.data.get("timeout_at"):
-        due = datetime.fromisoformat(event.data["timeout_at"])
-        start_timer(execution, event.node_id, event.attempt, TimerKind.TIMEOUT, due, outbox)
-    elif kind == EventType.TASK_RETRY_SCHEDULED:
-        due = datetime.fromisoformat(event.data["due_at"])
-        attempt = event.data["next_attempt"]
-        start_timer(execution, event.node_id, attempt, TimerKind.RETRY, due, outbox)
-    elif kind == EventType.SIGNAL_RECEIVED and event.node_id:
-        # The wait is answered (an approval decided, a signal delivered): its timeout
-        # must never fire, and a late wake-up for it finds it fired and does nothing.
-        # integrity.expected_timers closes it on the same event.
+    started, closed = timer_started_by(event), timeout_closed_by(event)
+    if started is not None:
+        start_timer(execution, *started, outbox)
+    elif closed is not None:
+        node_id, attempt, timer = closed
         Timer.objects.filter(
-            execution=execution,
-            node_id=event.node_id,
-            attempt=event.attempt or 0,
-            kind=TimerKind.TIMEOUT,
-            fired_at__isnull=True,
+            execution=execution, node_id=node_id, attempt=attempt, kind=timer, fired_at__isnull=True
         ).update(fired_at=now)
     elif kind == EventType.TASK_TIMED_OUT and event.node_id:
         # A `workflow` node's attempt gave up on its child: the child must not run on.

@@ -28,6 +28,7 @@ from executions.engine import inbox
 from executions.engine.events import Decision, Source
 from executions.engine.state import ExecutionState
 from executions.models import Attempt, AttemptStatus, Execution
+from executions.sqlnames import sql
 
 log = logging.getLogger(__name__)
 
@@ -107,16 +108,19 @@ def drain(work: Drained, *, waiting: bool) -> None:
 #: Reads and clears the inbox in one statement. Each row is locked as it is read, so a
 #: worker's result written meanwhile waits for this unit's commit, then lands on a row
 #: still running and puts it back in the inbox: nothing written is ever cleared unread.
-_TAKE = """
-UPDATE executions_attempt AS a SET unlogged = false, result = NULL
+_TAKE = sql(
+    """
+UPDATE {a} AS a SET {a.unlogged} = false, {a.result} = NULL
 FROM (
-    SELECT id, result FROM executions_attempt
-    WHERE execution_id = %s AND unlogged FOR UPDATE
+    SELECT {a.id}, {a.result} FROM {a}
+    WHERE {a.execution} = %s AND {a.unlogged} FOR UPDATE
 ) AS old
-WHERE a.id = old.id
-RETURNING a.id, a.node_id, a.attempt, a.status, a.worker_id, a.claimed_at, a.finished_at,
-    old.result, a.published_at, a.pool_id
-"""
+WHERE a.{a.id} = old.{a.id}
+RETURNING a.{a.id}, a.{a.node_id}, a.{a.attempt}, a.{a.status}, a.{a.worker_id},
+    a.{a.claimed_at}, a.{a.finished_at}, old.{a.result}, a.{a.published_at}, a.{a.pool}
+""",
+    a=Attempt,
+)
 
 
 def _take(execution_id: str) -> list[tuple[Any, ...]]:

@@ -45,10 +45,13 @@ looker from everything else; what is left goes to the next holder, writer or swe
 
 **When a look is skipped.** A new execution's unit (no worker knows it yet). The units of a
 look itself (`advance_pending`: the loop is the look, `recheck=False`). A unit whose worker
-claimed its next attempt eagerly: it leaves the look to that worker's next unit, its lease
-keeper or the end of its message (services/attempts.py `_finish_locked`). A drain is
-skipped when the lock, taken without waiting, read the inbox empty in its own SELECT; a
-lock that waited drains without asking, its reading being from before the wait.
+claimed its next attempt eagerly (`UnitOfWork.look_later`): it leaves the look to that
+worker's next unit, its lease keeper or the end of its message (services/attempts.py
+`_finish_locked`). A drain is skipped when the lock, taken without waiting, read the inbox
+empty in its own SELECT (`Locked.inbox_waiting`); a lock that waited drains without
+asking, its reading being from before the wait. A unit that drained the inbox must
+commit: one that did not, in a transaction that did, is logged as the bug it is
+(`Look.uncommitted`).
 
 **Claims and results in the inbox.** A result is never ordered before its own claim,
 whatever the worker's clock did; facts the log has moved past (a result for an attempt
@@ -66,8 +69,10 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.db.models import OuterRef
 
-from executions.kernel import inbox, store
+from executions.kernel import inbox
 from executions.kernel.handle import Locked, Look
+from executions.kernel.log import is_cached, load_state
+from executions.kernel.unit import UnitOfWork
 from executions.models import Execution
 from workflows import logs
 
@@ -96,7 +101,7 @@ def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Locked | None:
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
     logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
     queryset = Execution.objects.all()
-    if store.is_cached(execution_id):
+    if is_cached(execution_id):
         # The snapshot column is O(nodes) JSON; load_state will not need it.
         queryset = queryset.defer("snapshot")
     if skip_locked:
@@ -155,7 +160,7 @@ def advance_pending(
             locked = try_lock_execution(execution_id)
             if locked is None:
                 return units
-            work = store.UnitOfWork(locked, store.load_state(locked.execution), recheck=False)
+            work = UnitOfWork(locked, load_state(locked.execution), recheck=False)
             if work.pending:  # another holder may have drained it first
                 work.decide()
                 work.commit(decided=True)

@@ -13,6 +13,7 @@ from django.db import connection
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState, NodeState
 from executions.models import Execution, Task
+from executions.sqlnames import sql
 from workflows.dsl import Definition
 
 EXECUTION_FIELDS = ("status", "output", "error", "started_at", "ended_at")
@@ -131,19 +132,22 @@ BULK_FROM = 4
 
 #: Every touched Task row in one statement (PostgreSQL): a unit that logs several facts
 #: from the inbox (executions/kernel/inbox.py) touches as many nodes, each with its own times.
-_UPDATE_FROM_JSON = """
-UPDATE executions_task AS t SET
-    status = v.status, attempts = v.attempts, retry_count = v.retry_count,
-    input = NULLIF(v.input, 'null'::jsonb), output = NULLIF(v.output, 'null'::jsonb),
-    error = NULLIF(v.error, 'null'::jsonb), started_at = v.started_at,
-    ended_at = v.ended_at, next_retry_at = v.next_retry_at
+_UPDATE_FROM_JSON = sql(
+    """
+UPDATE {t} AS t SET
+    {t.status} = v.status, {t.attempts} = v.attempts, {t.retry_count} = v.retry_count,
+    {t.input} = NULLIF(v.input, 'null'::jsonb), {t.output} = NULLIF(v.output, 'null'::jsonb),
+    {t.error} = NULLIF(v.error, 'null'::jsonb), {t.started_at} = v.started_at,
+    {t.ended_at} = v.ended_at, {t.next_retry_at} = v.next_retry_at
 FROM jsonb_to_recordset(%s::jsonb) AS v(
     node_id text, status text, attempts int, retry_count int, input jsonb, output jsonb,
     error jsonb, started_at timestamptz, ended_at timestamptz, next_retry_at timestamptz
 )
-WHERE t.execution_id = %s AND t.node_id = v.node_id
-RETURNING t.node_id
-"""
+WHERE t.{t.execution} = %s AND t.{t.node_id} = v.node_id
+RETURNING t.{t.node_id}
+""",
+    t=Task,
+)
 
 
 def _project_in_one(

@@ -1,6 +1,6 @@
 """What one unit of work changes in the metrics, staged in the same transaction as its events.
 
-The store's UnitOfWork (executions/kernel/store.py) notes the statuses its events are about to
+The UnitOfWork (executions/kernel/unit.py) notes the statuses its events are about to
 change and, at commit, inserts one MetricDelta row: status moves, counts of events by kind,
 and the attempts that finished (their durations are read at scrape time from the Attempt
 rows). The insert never contends with another transaction (no counter row is updated
@@ -18,7 +18,7 @@ from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.state import ExecutionState
-from executions.kernel import store
+from executions.kernel.unit import watch
 from executions.metrics.models import MetricDelta
 from workflows.dsl.model import COMPENSATION_SUFFIX, Definition
 
@@ -46,7 +46,7 @@ def register() -> None:
     """Every unit of work stages its deltas with its events from now on (the kernel knows
     no metrics: it calls the watchers registered with it). ExecutionsConfig.ready calls
     this in every process."""
-    store.watch(Tally)
+    watch(Tally)
 
 
 def born_pending(node_id: str) -> bool:
@@ -56,7 +56,7 @@ def born_pending(node_id: str) -> bool:
 
 
 class Tally:
-    """The metrics side of one UnitOfWork (a store.Watcher): statuses before it, deltas at
+    """The metrics side of one UnitOfWork (a Watcher): statuses before it, deltas at
     its commit."""
 
     def __init__(self, state: ExecutionState) -> None:

@@ -15,9 +15,7 @@ fires: `deferred()`) admits after its commit instead: taking several keys' locks
 transaction, in an order the data decides, could deadlock two such transactions.
 
 Lock order: the key's row first, then the Execution rows of the held executions it
-admits. Nothing takes a key lock while holding the lock of an execution another
-transaction can see held (a start holds only its own new, uncommitted row; a retry takes
-the key before its execution), so admission never waits on a lock held by a waiter.
+admits, the one exception kernel/lock.py's lock order allows, and why it is safe.
 """
 
 from __future__ import annotations

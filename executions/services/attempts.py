@@ -21,15 +21,18 @@ from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.faults import faults_for
-from executions.engine.payloads import to_json
+from executions.engine.payloads import TaskStarted, decided, to_json
 from executions.engine.statuses import ExecutionStatus
-from executions.kernel import inbox, store
+from executions.kernel import inbox
 from executions.kernel.advance import record_and_decide
 from executions.kernel.capacity import pool_admits, pool_of
 from executions.kernel.handle import Locked
 from executions.kernel.lock import after_commit, lock_execution, try_lock_execution
+from executions.kernel.log import load_state
+from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.recorded import recordable
+from executions.sqlnames import sql
 from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
 from workflows.conf import engine_settings
@@ -77,7 +80,7 @@ def _claim_locked(
     execution = locked.execution
     if execution.status == ExecutionStatus.PAUSED:
         return None  # held, still scheduled: execution_resume publishes it again
-    work = store.UnitOfWork(locked, store.load_state(execution))
+    work = UnitOfWork(locked, load_state(execution))
     caught_up = execution.decided_seq == execution.last_seq
     if work.pending:
         # Results other workers left in the inbox: decided upon before this claim.
@@ -144,7 +147,7 @@ def _lease_fields(node: Node, now: datetime) -> dict[str, datetime | None]:
 
 
 def _claim_into(
-    work: store.UnitOfWork,
+    work: UnitOfWork,
     attempt_id: int,
     node_id: str,
     attempt: int,
@@ -168,11 +171,11 @@ def _claim_into(
 
 
 def _started(
-    work: store.UnitOfWork, attempt_id: int, node: Node, attempt: int, worker_id: str
+    work: UnitOfWork, attempt_id: int, node: Node, attempt: int, worker_id: str
 ) -> Claimed:
     """task_started appended to the unit for an attempt claimed inside the lock."""
     state = work.state
-    started = Decision(EventType.TASK_STARTED, node.id, attempt, {"worker": worker_id})
+    started = decided(EventType.TASK_STARTED, TaskStarted(worker=worker_id), node.id, attempt)
     work.append([started], source=Source.WORKER)
     return Claimed(
         attempt_id=attempt_id,
@@ -301,7 +304,7 @@ def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
     )[0]
 
 
-def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
+def _claim_next(work: UnitOfWork, worker_id: str) -> Claimed | None:
     """Eager dispatch: the execution's oldest held attempt without a pool, claimed by the
     worker that just finished one. No message was spent on it and none will be. Attempts
     in the broker are left to their messages (claimed here, each would leave a message
@@ -344,26 +347,34 @@ def _claim_next(work: store.UnitOfWork, worker_id: str) -> Claimed | None:
 # worker, in the broker or held by its in-flight cap (its messages are then in the
 # broker); not one held by its pool (a hand-back makes no slot). One InitPlan over the few
 # running executions, each probed by attempt_waiting_idx; never true at priority 9.
-_TAKE_NEXT = """
-UPDATE executions_attempt SET status = 'running', worker_id = %s, claimed_at = %s,
-    lease_expires_at = %s, deadline_at = NULL, payload = NULL, unlogged = false
-WHERE status = 'scheduled' AND id = (
-    SELECT id FROM executions_attempt
-    WHERE execution_id = %s AND status = 'scheduled' AND published_at IS NULL
-        AND pool_id IS NULL
+_TAKE_NEXT = sql(
+    """
+UPDATE {a} SET {a.status} = '{running}', {a.worker_id} = %s, {a.claimed_at} = %s,
+    {a.lease_expires_at} = %s, {a.deadline_at} = NULL, {a.payload} = NULL,
+    {a.unlogged} = false
+WHERE {a.status} = '{scheduled}' AND {a.id} = (
+    SELECT {a.id} FROM {a}
+    WHERE {a.execution} = %s AND {a.status} = '{scheduled}' AND {a.published_at} IS NULL
+        AND {a.pool} IS NULL
         AND NOT EXISTS (
-            SELECT 1 FROM executions_execution e
-            WHERE e.status = 'running' AND e.priority > %s
+            SELECT 1 FROM {e} e
+            WHERE e.{e.status} = '{execution_running}' AND e.{e.priority} > %s
                 AND EXISTS (
-                    SELECT 1 FROM executions_attempt w
-                    WHERE w.execution_id = e.id AND w.status = 'scheduled'
-                        AND (w.published_at IS NOT NULL OR w.pool_id IS NULL)
+                    SELECT 1 FROM {a} w
+                    WHERE w.{a.execution} = e.{e.id} AND w.{a.status} = '{scheduled}'
+                        AND (w.{a.published_at} IS NOT NULL OR w.{a.pool} IS NULL)
                 )
         )
-    ORDER BY scheduled_at, id LIMIT 1
+    ORDER BY {a.scheduled_at}, {a.id} LIMIT 1
 )
-RETURNING id, node_id, attempt
-"""
+RETURNING {a.id}, {a.node_id}, {a.attempt}
+""",
+    a=Attempt,
+    e=Execution,
+    running=AttemptStatus.RUNNING.value,
+    scheduled=AttemptStatus.SCHEDULED.value,
+    execution_running=ExecutionStatus.RUNNING.value,
+)
 
 
 def _db(execution: Execution) -> Any:

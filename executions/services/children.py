@@ -18,7 +18,8 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
 from executions.engine.errors import ErrorRecord
-from executions.engine.events import Decision, EventType, Source
+from executions.engine.events import EventType, Source
+from executions.engine.payloads import ChildWorkflowStarted, decided
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.advance import record_and_advance
 from executions.kernel.lock import lock_execution
@@ -83,16 +84,12 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
     if created:
         with transaction.atomic():
             locked = lock_execution(parent.pk)
-            started = Decision(
-                EventType.CHILD_WORKFLOW_STARTED,
-                node.id,
-                claimed.attempt,
-                {
-                    "child_execution_id": str(child.pk),
-                    "workflow": version.workflow.name,
-                    "version": version.version,
-                },
+            link = ChildWorkflowStarted(
+                child_execution_id=str(child.pk),
+                workflow=version.workflow.name,
+                version=version.version,
             )
+            started = decided(EventType.CHILD_WORKFLOW_STARTED, link, node.id, claimed.attempt)
             record_and_advance(locked, [started], source=Source.WORKER)
     # No lease while the child runs: the child has its own; timeout_seconds still applies.
     attempt_park(attempt_id=claimed.attempt_id, worker_id=worker_id)

@@ -15,12 +15,20 @@ from django.utils import timezone
 from executions import messages
 from executions.definitions import definition_for
 from executions.engine import compensation
-from executions.engine.events import Decision, EventType, Source
+from executions.engine.events import EventType, Source
 from executions.engine.maps import fans_out, item_ids
+from executions.engine.payloads import (
+    CancelRequested,
+    PauseToggled,
+    RetryRequested,
+    SignalReceived,
+    decided,
+)
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
-from executions.kernel import capacity, store
+from executions.kernel import capacity
 from executions.kernel.advance import record_and_advance
 from executions.kernel.lock import lock_execution
+from executions.kernel.log import load_state, state_at
 from executions.models import Attempt, AttemptStatus, Execution, RetryRequest, Timer, TimerKind
 from executions.services import admission, keys, whatif
 from executions.services.start import execution_start
@@ -69,7 +77,7 @@ def execution_cancel(*, execution_id: UUID | str, by: str = "") -> Execution:
         Timer.objects.filter(
             execution=execution, kind=TimerKind.START, fired_at__isnull=True
         ).update(fired_at=timezone.now())
-        request = Decision(EventType.WORKFLOW_CANCEL_REQUESTED, data={"by": by})
+        request = decided(EventType.WORKFLOW_CANCEL_REQUESTED, CancelRequested(by=by))
         record_and_advance(locked, [request], source=Source.API)
         return execution
 
@@ -101,7 +109,7 @@ def _pause_or_resume(execution_id: UUID | str, by: str, event: EventType) -> Exe
             raise NotAllowed(
                 f"only a {needs} execution can be {done}; this one is {execution.status}"
             )
-        record_and_advance(locked, [Decision(event, data={"by": by})], source=Source.API)
+        record_and_advance(locked, [decided(event, PauseToggled(by=by))], source=Source.API)
         if event == EventType.WORKFLOW_RESUMED:
             _wake_held(execution)
         return execution
@@ -161,16 +169,12 @@ def signal_send(
                 f"node '{node_id}' may be approved or rejected only by "
                 f"{', '.join(approvers)}; {by or 'an anonymous caller'} is none of them"
             )
-        state = store.load_state(execution)
+        state = load_state(execution)
         current = state.node(node_id)
         if current.status != TaskStatus.WAITING or current.signal is not None:
             raise NotAllowed(f"node '{node_id}' is {current.status}, not waiting for approval")
-        signal = Decision(
-            EventType.SIGNAL_RECEIVED,
-            node_id,
-            current.attempt,
-            {"decision": decision, "data": data, "comment": comment, "by": by},
-        )
+        answer = SignalReceived(decision=decision, data=data, comment=comment, by=by)
+        signal = decided(EventType.SIGNAL_RECEIVED, answer, node_id, current.attempt)
         record_and_advance(locked, [signal], source=Source.API, state=state)
         return execution
 
@@ -219,7 +223,7 @@ def _retry(
                 f"{execution.status}"
             )
         definition = definition_for(execution.version_id)
-        state = store.load_state(execution)
+        state = load_state(execution)
         if node_id is not None:
             if node_id not in definition.by_id:
                 raise UnknownNode(f"no node '{node_id}' in this execution's definition")
@@ -248,8 +252,8 @@ def _retry(
         ]
         if not nodes:
             raise NotAllowed("no failed or cancelled node to retry")
-        request = Decision(
-            EventType.RETRY_REQUESTED, data={"nodes": nodes, "by": by, "node_id": node_id}
+        request = decided(
+            EventType.RETRY_REQUESTED, RetryRequested(nodes=nodes, by=by, node_id=node_id)
         )
         if key is not None:
             # Before the events: a key another retry took raises here, with nothing written.
@@ -314,7 +318,7 @@ def execution_replay(
         report = whatif.replay_report(execution=source, version=target, input=input)
         outputs = report.outputs
     elif from_node is not None:
-        recorded = store.state_at(source.pk)
+        recorded = state_at(source.pk)
         outputs = {
             node.id: recorded.node(node.id).output
             for node in definition.nodes

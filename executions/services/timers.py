@@ -6,7 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from executions import messages
-from executions.engine.events import Decision, EventType, Source
+from executions.engine.events import EventType, Source
+from executions.engine.payloads import TimerFired, decided
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.advance import begin, record_and_advance
 from executions.kernel.lock import lock_execution
@@ -41,11 +42,7 @@ def timer_fire(*, timer_id: int) -> bool:
             else:
                 begin(locked)
             return True
-        fired = Decision(
-            EventType.TIMER_FIRED,
-            timer.node_id,
-            timer.attempt,
-            {"kind": timer.kind, "due_at": timer.due_at.isoformat()},
-        )
+        payload = TimerFired(kind=timer.kind, due_at=timer.due_at.isoformat())
+        fired = decided(EventType.TIMER_FIRED, payload, timer.node_id, timer.attempt)
         record_and_advance(locked, [fired], source=Source.TIMER)
         return True

@@ -13,7 +13,8 @@ from django.core.exceptions import ValidationError
 from executions.definitions import definition_for
 from executions.engine.counterfactual import Report, counterfactual
 from executions.engine.events import Decision, EventType
-from executions.kernel import store
+from executions.engine.payloads import TaskCompleted, decided
+from executions.kernel.log import engine_events
 from executions.models import Execution
 from workflows.dsl import Definition
 from workflows.models import WorkflowVersion
@@ -63,7 +64,7 @@ def _counterfactual(execution: Execution, candidate: Definition, input: Any) -> 
     return counterfactual(
         definition_for(execution.version_id),
         candidate,
-        store.engine_events(execution.pk),
+        engine_events(execution.pk),
         execution_id=str(execution.pk),
         **extra,
     )
@@ -81,11 +82,10 @@ def _unreplayable(what: str) -> Iterator[None]:
 def reused_results(outputs: Mapping[str, Any], source: Execution) -> list[Decision]:
     """The facts a replay records first: each reused node's recorded output."""
     return [
-        Decision(
+        decided(
             EventType.TASK_COMPLETED,
+            TaskCompleted(output=output, reused_from=str(source.pk)),
             node_id,
-            None,
-            {"output": output, "reused_from": str(source.pk)},
         )
         for node_id, output in outputs.items()
     ]

@@ -10,8 +10,8 @@ from django.db.models import Count, Q
 from executions.definitions import definition_for
 from executions.engine import why as explain
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
-from executions.kernel import store
 from executions.kernel.capacity import in_flight_cap
+from executions.kernel.log import state_now
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.services import admission
 from executions.services.control import UnknownNode
@@ -20,9 +20,7 @@ from workflows.models import Pool
 
 def why_execution(execution: Execution) -> list[dict[str, Any]]:
     """`{"node_id", "status", "reasons"}` for every node of `execution` not settled."""
-    return explain.why(
-        definition_for(execution.version_id), store.state_now(execution), _rows(execution)
-    )
+    return explain.why(definition_for(execution.version_id), state_now(execution), _rows(execution))
 
 
 def why_node(execution: Execution, node_id: str) -> dict[str, Any]:
@@ -33,7 +31,7 @@ def why_node(execution: Execution, node_id: str) -> dict[str, Any]:
         definition.node_for(node_id)
     except KeyError:
         raise UnknownNode(f"no node '{node_id}' in this execution's definition") from None
-    state = store.state_now(execution)
+    state = state_now(execution)
     return explain.why_node(definition, state, _rows(execution), node_id)
 
 

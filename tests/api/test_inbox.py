@@ -17,9 +17,10 @@ from django.test.utils import CaptureQueriesContext
 
 from executions.engine.events import Decision, EventType, Source
 from executions.integrity import check, rebuild_rows
-from executions.kernel import store
 from executions.kernel.handle import Locked
 from executions.kernel.lock import lock_execution
+from executions.kernel.log import load_state, verifiable_log
+from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.services import attempts, control
 from executions.services import sweep as sweeper
@@ -71,7 +72,7 @@ def held(execution: Execution, *, recheck: bool) -> Iterator[Held]:
             with transaction.atomic():
                 if recheck:
                     locked = lock_execution(execution.pk)
-                    store.UnitOfWork(locked, store.load_state(locked.execution))
+                    UnitOfWork(locked, load_state(locked.execution))
                 else:
                     Execution.objects.select_for_update().get(pk=execution.pk)
                 lock.taken.set()
@@ -92,7 +93,7 @@ def held(execution: Execution, *, recheck: bool) -> Iterator[Held]:
 
 def verified(execution: Execution) -> None:
     execution.refresh_from_db()
-    events, linked = store.verifiable_log(execution.pk)
+    events, linked = verifiable_log(execution.pk)
     assert check(execution, linked, events) == []
 
 
@@ -167,7 +168,7 @@ def test_a_result_that_waited_while_its_node_was_cancelled_is_dropped():
 
     with transaction.atomic():
         locked = lock_execution(execution.pk)
-        work = store.UnitOfWork(locked, store.load_state(locked.execution))  # an empty inbox
+        work = UnitOfWork(locked, load_state(locked.execution))  # an empty inbox
         thread = threading.Thread(target=worker)
         thread.start()
         thread.join(10)
@@ -256,7 +257,7 @@ def _holder(
             if pids is not None:
                 pids.append(backend_pid())
             locked = lock_execution(execution.pk)
-            work = store.UnitOfWork(locked, store.load_state(locked.execution))
+            work = UnitOfWork(locked, load_state(locked.execution))
             if work.pending:
                 work.decide()
             work.commit(decided=True)

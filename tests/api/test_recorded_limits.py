@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from executions.integrity import check
-from executions.kernel import store
+from executions.kernel.log import verifiable_log
 from executions.models import Attempt, AttemptStatus, Event, Execution
 from executions.services.attempts import attempt_claim, attempt_complete
 from tests.factories import start
@@ -48,5 +48,5 @@ def test_a_setting_changed_mid_run_changes_nothing_for_a_started_execution() -> 
         execution.refresh_from_db()
         assert execution.status == "succeeded"
         # verify_logs / replay --verify re-derive every decision under today's settings.
-        events, linked = store.verifiable_log(execution.pk)
+        events, linked = verifiable_log(execution.pk)
         assert check(execution, linked, events) == []

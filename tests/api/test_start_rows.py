@@ -12,8 +12,8 @@ from django.utils import timezone
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState
 from executions.kernel import advance as advance_module
+from executions.kernel.log import state_now
 from executions.kernel.projections import differences
-from executions.kernel.store import state_now
 from executions.models import Execution, Task
 from executions.services import start as start_module
 from executions.services.start import execution_start

@@ -1,4 +1,4 @@
-"""The store's log readers (store.log_rows and what reads through it) give exactly what the
+"""The store's log readers (log.log_rows and what reads through it) give exactly what the
 ORM gives: the same rows in seq order, the same values (aware UTC datetimes, decoded JSON),
 across page boundaries and with bounds."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from executions.engine.chain import first_break
 from executions.engine.events import Event
-from executions.kernel import store
+from executions.kernel import log
 from executions.models import Attempt, Execution
 from executions.services.attempts import attempt_claim, attempt_complete
 from tests.factories import start
@@ -35,7 +35,7 @@ def _run_all() -> Execution:
 
 
 def _orm_events(execution_id, **bounds):
-    return [store.to_engine(row) for row in store.events_of(execution_id, **bounds)]
+    return [log.to_engine(row) for row in log.events_of(execution_id, **bounds)]
 
 
 @pytest.mark.parametrize("page", [1, 2, 3, 5000])
@@ -45,18 +45,18 @@ def _orm_events(execution_id, **bounds):
 def test_the_readers_give_what_the_orm_gives(monkeypatch, page: int, bounds: dict) -> None:
     execution = _run_all()
     assert execution.last_seq > 6
-    monkeypatch.setattr(store, "LOG_PAGE", page)
+    monkeypatch.setattr(log, "LOG_PAGE", page)
     expected = _orm_events(execution.pk, **bounds)
-    rows = list(store.log_rows(execution.pk, store.LOG_COLUMNS, **bounds))
+    rows = list(log.log_rows(execution.pk, log.LOG_COLUMNS, **bounds))
     got = [Event.stored(*row[:-1]) for row in rows]
     assert got == expected
     for mine, theirs in zip(got, expected, strict=True):
         assert mine.timestamp.tzinfo is theirs.timestamp.tzinfo
         assert type(mine.data) is type(theirs.data)
     if not bounds:
-        assert store.engine_events(execution.pk) == expected
-        events, links = store.verifiable_log(execution.pk)
+        assert log.engine_events(execution.pk) == expected
+        events, links = log.verifiable_log(execution.pk)
         assert events == expected
         assert first_break(links, last_hash=execution.last_hash) is None
-        assert first_break(store.linked_events(execution.pk), last_hash=execution.last_hash) is None
-        assert store.state_at(execution.pk) == store.load_state(execution)
+        assert first_break(log.linked_events(execution.pk), last_hash=execution.last_hash) is None
+        assert log.state_at(execution.pk) == log.load_state(execution)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from executions.engine.chain import first_break
-from executions.kernel.store import linked_events
+from executions.kernel.log import linked_events
 from executions.models import Attempt, Event, Execution, Task, Timer
 from executions.services.attempts import attempt_claim, attempt_complete
 from tests.factories import start

@@ -18,7 +18,7 @@ from django.db.models import Count, Max, Min
 from executions.definitions import definition_for
 from executions.engine.events import RESULT_TYPES
 from executions.engine.verify import verify
-from executions.kernel import store
+from executions.kernel.log import events_of, state_at, to_engine
 from executions.kernel.projections import differences
 from executions.metrics import seed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
@@ -107,7 +107,7 @@ def _contiguous() -> list[str]:
 def _projections() -> list[str]:
     problems = []
     for execution in Execution.objects.all():
-        drift = differences(execution, store.state_at(execution.pk))
+        drift = differences(execution, state_at(execution.pk))
         if drift:
             problems.append(f"{execution.pk}: {drift[:3]}")
     return problems
@@ -116,7 +116,7 @@ def _projections() -> list[str]:
 def _replays() -> list[str]:
     problems = []
     for execution in Execution.objects.all():
-        rows = [store.to_engine(r) for r in store.events_of(execution.pk)]
+        rows = [to_engine(r) for r in events_of(execution.pk)]
         found = verify(definition_for(execution.version_id), rows, execution_id=str(execution.pk))
         if found is not None:
             problems.append(f"{execution.pk}: {found}")

@@ -17,7 +17,7 @@ from executions.definitions import definition_for
 from executions.engine.chain import first_break
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.engine.verify import verify
-from executions.kernel import store
+from executions.kernel.log import events_of, linked_events, state_at, to_engine
 from executions.kernel.projections import differences
 from executions.messages import attempt_name, workflow_name
 from executions.models import Attempt, Execution, Task, Timer
@@ -56,15 +56,15 @@ def database_url() -> str:
 def assert_replayable(execution: Execution) -> None:
     """Every execution the integration tests see ending is checked like `--verify` would:
     contiguous seqs, every decision re-derived, and projections equal to the folded log."""
-    rows = list(store.events_of(execution.pk))
+    rows = list(events_of(execution.pk))
     assert [row.seq for row in rows] == list(range(1, len(rows) + 1)), "gap in the log"
     divergence = verify(
         definition_for(execution.version_id),
-        [store.to_engine(row) for row in rows],
+        [to_engine(row) for row in rows],
         execution_id=str(execution.pk),
     )
     assert divergence is None, str(divergence)
-    drift = differences(execution, store.state_at(execution.pk))
+    drift = differences(execution, state_at(execution.pk))
     assert drift == [], f"projection differs from the log: {drift}"
 
 
@@ -252,6 +252,6 @@ class Engine:
         execution = eventually(ended, timeout, still, interval=0.1)
         assert_replayable(execution)
         # Real workers wrote it: every hash must chain (tests/api forge logs too).
-        found = first_break(store.linked_events(execution.pk), last_hash=execution.last_hash)
+        found = first_break(linked_events(execution.pk), last_hash=execution.last_hash)
         assert found is None, str(found)
         return execution

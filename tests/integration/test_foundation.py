@@ -5,8 +5,8 @@ Redis and again on the embedded SQLite + filesystem broker)."""
 
 from __future__ import annotations
 
+from executions.kernel.log import state_at
 from executions.kernel.projections import differences
-from executions.kernel.store import state_at
 from executions.models import Attempt, AttemptStatus, Task
 from tests.factories import events, start, timeline
 from tests.servers import http_server

@@ -25,8 +25,8 @@ from django.utils import timezone
 from executions.definitions import definition_for
 from executions.engine.events import RESULT_TYPES, Source
 from executions.engine.verify import verify
-from executions.kernel import store
 from executions.kernel.advance import execution_advance
+from executions.kernel.log import events_of, state_at, to_engine
 from executions.kernel.projections import differences
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services.attempts import (
@@ -55,7 +55,7 @@ def one_node(node: dict, **policy) -> dict:
 def assert_exact_history(execution: Execution) -> None:
     """Contiguous seqs, one result per attempt, every decision re-derivable, projections
     equal to the folded log."""
-    rows = list(store.events_of(execution.pk))
+    rows = list(events_of(execution.pk))
     assert [r.seq for r in rows] == list(range(1, len(rows) + 1)), "gap or duplicate seq"
     results = Counter((r.node_id, r.attempt) for r in rows if r.type in RESULT_TYPES)
     assert all(n == 1 for n in results.values()), f"two results for one attempt: {results}"
@@ -63,12 +63,12 @@ def assert_exact_history(execution: Execution) -> None:
     assert all(n == 1 for n in scheduled.values()), f"an attempt scheduled twice: {scheduled}"
     divergence = verify(
         definition_for(execution.version_id),
-        [store.to_engine(r) for r in rows],
+        [to_engine(r) for r in rows],
         execution_id=str(execution.pk),
     )
     assert divergence is None, str(divergence)
     execution.refresh_from_db()
-    assert differences(execution, store.state_at(execution.pk)) == []
+    assert differences(execution, state_at(execution.pk)) == []
 
 
 @contextmanager

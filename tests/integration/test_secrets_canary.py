@@ -15,7 +15,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from executions.engine.chain import first_break
-from executions.kernel.store import linked_events
+from executions.kernel.log import linked_events
 from executions.models import Task
 from tests.factories import start
 from tests.integration.engine import CANARY

@@ -29,8 +29,8 @@ from executions.engine.events import Event
 from executions.engine.fold import fold
 from executions.engine.state import ExecutionState
 from executions.engine.verify import verify_log
-from executions.kernel import store
 from executions.kernel.lock import lock_execution
+from executions.kernel.log import engine_events, events_of, load_state, verifiable_log
 from executions.kernel.projections import differences, rebuild
 from executions.models import Execution
 from executions.services import whatif
@@ -103,20 +103,20 @@ class Command(BaseCommand):
         )
         if options["verify"]:
             with _collector_paused():
-                events, links = store.verifiable_log(execution.pk)
+                events, links = verifiable_log(execution.pk)
                 definition = definition_for(execution.version_id)
                 state = self._verified(
                     definition, events, links, execution.last_hash, str(execution.pk), at_seq, bar
                 )
             events = events if at_seq is None else events[:at_seq]
         else:
-            events = store.engine_events(execution.pk, upto_seq=at_seq)
+            events = engine_events(execution.pk, upto_seq=at_seq)
             state = fold(events, execution_id=str(execution.pk))
         bar.close()
         if options["rebuild"]:
             with transaction.atomic():
                 locked = lock_execution(execution.pk).execution
-                full = store.load_state(locked) if at_seq is None else state
+                full = load_state(locked) if at_seq is None else state
                 rebuild(locked, full, definition_for(locked.version_id))
             self.stdout.write("rebuilt: projections rewritten from the log")
         if not options["quiet"]:
@@ -217,7 +217,7 @@ class Command(BaseCommand):
             self._print(header, definition, state, history.events[:at_seq])
 
     def _export(self, execution: Execution, path: Path) -> None:
-        rows = list(store.events_of(execution.pk).values_list(*history_file.EVENT_KEYS))
+        rows = list(events_of(execution.pk).values_list(*history_file.EVENT_KEYS))
         path.write_text(json.dumps(history_file.exported(execution, rows), indent=1) + "\n")
         self.stdout.write(f"exported {len(rows)} events of execution {execution.pk} to {path}")
 

@@ -37,7 +37,7 @@ from tqdm import tqdm
 from executions.engine.chain import Linked
 from executions.engine.events import Event as EngineEvent
 from executions.integrity import Problem, check, rebuild_rows
-from executions.kernel.store import LOG_COLUMNS, both_forms
+from executions.kernel.log import LOG_COLUMNS, both_forms
 from executions.models import Attempt, Event, Execution, Task, Timer
 
 #: Executions read and checked together: one query per table per batch.
