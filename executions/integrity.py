@@ -22,12 +22,11 @@ from executions.engine.chain import Linked, first_break
 from executions.engine.events import Event, EventType
 from executions.engine.fold import fold
 from executions.engine.inbox import RESULT_EVENTS
-from executions.engine.nodes import WORKER_TYPES
 from executions.engine.readers import TIMER_KIND
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
 from executions.engine.verify import verify_log
-from executions.kernel.effects import timeout_closed_by, timer_started_by
+from executions.kernel.effects import schedules_attempt, timeout_closed_by, timer_started_by
 from executions.kernel.lock import lock_execution
 from executions.kernel.log import engine_events, load_state
 from executions.kernel.projections import differences, rebuild
@@ -76,7 +75,7 @@ def expected_attempts(events: Iterable[Event]) -> dict[tuple[str, int], Expected
     for event in events:
         key = (event.node_id or "", event.attempt or 0)
         if event.type == EventType.TASK_SCHEDULED:
-            if event.data.get("type") in WORKER_TYPES:
+            if schedules_attempt(event):
                 rows[key] = ExpectedAttempt(AttemptStatus.SCHEDULED, event.timestamp)
         elif key in rows and event.type == EventType.TASK_STARTED:
             rows[key] = ExpectedAttempt(AttemptStatus.RUNNING, rows[key].scheduled_at)

@@ -23,8 +23,14 @@ from executions.definitions import definition_for
 from executions.engine.events import Decision, Event, EventType
 from executions.engine.faults import DUPLICATE_DELIVERY
 from executions.engine.nodes import WORKER_TYPES
-from executions.engine.payloads import TaskRetryScheduled, TaskScheduled
-from executions.engine.readers import RETRY_DUE_AT, SCHEDULED_INPUT, TIMER_INPUT, reader
+from executions.engine.payloads import FaultInjected, TaskRetryScheduled, TaskScheduled
+from executions.engine.readers import (
+    RETRY_DUE_AT,
+    SCHEDULED_INPUT,
+    SCHEDULED_TYPE,
+    TIMER_INPUT,
+    reader,
+)
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from nodes.secrets import secret_names, template_of
@@ -96,11 +102,7 @@ def _schedule_attempts(
     Those `hold` holds wait for the commit's top-up to the in-flight cap, and a pool's
     for its dispatch after commit (kernel/capacity.py); the others are published."""
     held = Held()
-    scheduled = [
-        d
-        for d in events
-        if d.type == EventType.TASK_SCHEDULED and d.data.get("type") in WORKER_TYPES
-    ]
+    scheduled = [d for d in events if schedules_attempt(d)]
     if not scheduled:
         return held
     definition = definition_for(execution.version_id)
@@ -110,7 +112,7 @@ def _schedule_attempts(
     twice = {
         (d.node_id, d.attempt)
         for d in events
-        if d.type == EventType.FAULT_INJECTED and d.data.get("fault") == DUPLICATE_DELIVERY
+        if d.type == EventType.FAULT_INJECTED and _FAULT(d.data, d.payload) == DUPLICATE_DELIVERY
     }
     rows, sends = [], []
     for d in scheduled:
@@ -140,7 +142,8 @@ def _schedule_attempts(
             )
         )
         if published:
-            sends += [(len(rows) - 1, d.data["type"])] * (2 if duplicated else 1)
+            kind = cast(str, SCHEDULED_TYPE(d.data, d.payload))  # a worker's: schedules_attempt
+            sends += [(len(rows) - 1, kind)] * (2 if duplicated else 1)
     Attempt.objects.bulk_create(rows, batch_size=500)
     if sends:
         workflow_id, priority = execution.workflow_id, execution.priority
@@ -180,6 +183,15 @@ Logged = Decision | Event
 
 _TIMEOUT_AT = reader(TaskScheduled, "timeout_at")
 _NEXT_ATTEMPT = reader(TaskRetryScheduled, "next_attempt")
+_FAULT = reader(FaultInjected, "fault")
+
+
+def schedules_attempt(event: Logged) -> bool:
+    """Whether an event calls for an Attempt row: a task scheduled of a kind a worker runs
+    (the one rule for the rows the effects create and those integrity expects)."""
+    if event.type != EventType.TASK_SCHEDULED:
+        return False
+    return SCHEDULED_TYPE(event.data, getattr(event, "payload", None)) in WORKER_TYPES
 
 
 def timer_started_by(event: Logged) -> tuple[str, int, TimerKind, datetime] | None:

@@ -20,6 +20,8 @@ from executions.engine.containment import engine_failure
 from executions.engine.decide import decide
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.fold import apply_event
+from executions.engine.payloads import RetryRequested
+from executions.engine.readers import reader
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.kernel import inbox
@@ -29,6 +31,9 @@ from executions.kernel.handle import Locked
 from executions.kernel.projections import project_tasks, save_execution
 from executions.models import Event, Execution
 from workflows.dsl import Definition
+
+#: The nodes an event names beside its own (retry_requested's).
+_NODES = reader(RetryRequested, "nodes")
 
 #: Save a new snapshot once this many events have been appended since the last one.
 SNAPSHOT_EVERY = 50
@@ -262,5 +267,5 @@ def touched_nodes(decisions: Iterable[Decision]) -> set[str]:
     for decision in decisions:
         if decision.node_id:
             touched.add(decision.node_id)
-        touched.update(decision.data.get("nodes") or ())
+        touched.update(_NODES(decision.data, decision.payload) or ())
     return touched

@@ -18,7 +18,7 @@ from typing import Any
 
 from executions.engine.events import Decision, EventType
 from executions.engine.state import ExecutionState
-from executions.kernel.unit import watch
+from executions.kernel.unit import touched_nodes, watch
 from executions.metrics.models import MetricDelta
 from workflows.dsl.model import COMPENSATION_SUFFIX, Definition
 
@@ -68,15 +68,12 @@ class Tally:
 
     def note(self, decisions: Iterable[Decision], state: ExecutionState) -> None:
         """Before `decisions` are folded: remember the status of every node they touch."""
-        for decision in decisions:
-            touched = [decision.node_id] if decision.node_id else []
-            touched.extend(decision.data.get("nodes") or ())
-            for node_id in touched:
-                if node_id not in self.nodes_before:
-                    node = state.nodes.get(node_id)
-                    self.nodes_before[node_id] = (
-                        str(node.status) if node is not None else _initial(node_id)
-                    )
+        for node_id in touched_nodes(decisions):
+            if node_id not in self.nodes_before:
+                node = state.nodes.get(node_id)
+                self.nodes_before[node_id] = (
+                    str(node.status) if node is not None else _initial(node_id)
+                )
 
     def stage(
         self,
