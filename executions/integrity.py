@@ -15,7 +15,6 @@ from datetime import datetime
 from uuid import UUID
 
 from django.db import transaction
-from django.utils import timezone
 
 from executions.definitions import definition_for
 from executions.engine.chain import Linked, first_break
@@ -32,6 +31,7 @@ from executions.kernel.log import engine_events, load_state
 from executions.kernel.projections import differences, rebuild
 from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer, TimerKind
+from workflows import clock
 from workflows.dsl import Definition
 
 #: The stored status of an attempt once its result event is in the log: the inbox's own
@@ -225,7 +225,7 @@ def rebuild_rows(execution_id: UUID | str) -> None:
 def _rebuild_attempts(
     execution: Execution, wanted: dict[tuple[str, int], ExpectedAttempt], definition: Definition
 ) -> None:
-    now = timezone.now()
+    now = clock.now()
     stored = {(a.node_id, a.attempt): a for a in Attempt.objects.filter(execution=execution)}
     for key, row in stored.items():
         if key not in wanted:
@@ -258,7 +258,7 @@ def _rebuild_attempts(
 def _rebuild_timers(
     execution: Execution, wanted: dict[tuple[str, int, str], ExpectedTimer], state: ExecutionState
 ) -> None:
-    now = timezone.now()
+    now = clock.now()
 
     def settled(node_id: str) -> bool:
         # A cancel closes a node's timers without timer_fired; a recreated one must not fire.

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.utils import timezone
-
 from executions.models import SweeperState
+from workflows import clock
 from workflows.conf import engine_settings
 
 SWEEPER = "sweeper"
@@ -49,7 +48,7 @@ class SweeperStatus:
 
 
 def sweeper_status(*, now: datetime | None = None) -> SweeperStatus:
-    now = now or timezone.now()
+    now = now or clock.now()
     limit = stale_after_seconds()
     row = SweeperState.objects.filter(name=SWEEPER).values_list("completed_at", flat=True)
     completed = row.first()
@@ -61,7 +60,7 @@ def sweeper_status(*, now: datetime | None = None) -> SweeperStatus:
 
 def sweep_completed(*, started: datetime, report: dict[str, int]) -> None:
     """Record a finished sweep. An upsert: two sweepers at once both land, the later wins."""
-    ended = timezone.now()
+    ended = clock.now()
     row = SweeperState(
         name=SWEEPER,
         completed_at=ended,

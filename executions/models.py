@@ -12,7 +12,6 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
-from django.utils import timezone
 
 from executions.engine.events import RESULT_TYPES, EventType
 from executions.engine.statuses import ExecutionStatus, TaskStatus, choices
@@ -25,6 +24,7 @@ from executions.schedules.models import ScheduleFire as ScheduleFire
 from executions.triggers.models import PublishedEvent as PublishedEvent
 from executions.triggers.models import Trigger as Trigger
 from executions.triggers.models import TriggerRun as TriggerRun
+from workflows import clock
 
 
 class Execution(models.Model):
@@ -44,7 +44,7 @@ class Execution(models.Model):
     #: Set when the instance is made, not at its INSERT (what auto_now_add did): a start
     #: inserts the row after deciding (services/start.py), and created_at must not come
     #: after the started_at of that decision.
-    created_at = models.DateTimeField(default=timezone.now, editable=False, blank=True)
+    created_at = models.DateTimeField(default=clock.now, editable=False, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     replay_of = models.ForeignKey(
@@ -147,7 +147,7 @@ class RetryRequest(models.Model):
     execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="+")
     #: The seq of the retry_requested event this request appended.
     seq = models.PositiveIntegerField()
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
     created_by = models.CharField(max_length=150, blank=True, default="")
 
     def __str__(self) -> str:

@@ -4,10 +4,10 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
 from rest_framework import serializers
 
 from executions.models import Attempt, Event, Execution, Task
+from workflows import clock
 from workflows.conf import engine_settings
 from workflows.dsl.limits import limits
 from workflows.rest.fields import (
@@ -135,7 +135,7 @@ class ExecutionCreateSerializer(serializers.Serializer):
     def validate_start_at(self, value: datetime) -> datetime:
         # As far ahead as a delay node may wait (WORKFLOW_MAX_DELAY_SECONDS).
         limit = limits().max_delay_seconds
-        if value - timezone.now() > timedelta(seconds=limit):
+        if value - clock.now() > timedelta(seconds=limit):
             raise serializers.ValidationError(
                 f"At most {limit:g} seconds ahead (WORKFLOW_MAX_DELAY_SECONDS)."
             )

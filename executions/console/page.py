@@ -16,7 +16,6 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet, Value
 from django.db.models.functions import Left, StrIndex
 from django.http import Http404
-from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from executions.console.layout import Box, Layout, layout
@@ -26,6 +25,7 @@ from executions.definitions import definition_for
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Attempt, Event, Execution, Task
 from executions.services.why import why_execution
+from workflows import clock
 from workflows.dsl import Definition
 from workflows.kinds import get_kind
 
@@ -214,7 +214,7 @@ def timeline_of(execution: Execution, views: list[NodeView], *, width: int = 960
     on_worker = {v.node_id for v in views if getattr(get_kind(v.type), "runs_on_worker", False)}
     return timeline(
         marks,
-        now=end or timezone.now(),
+        now=end or clock.now(),
         width=width,
         rows=[v.node_id for v in views],
         queued=on_worker,

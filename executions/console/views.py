@@ -8,7 +8,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils import timezone
 
 from executions.console.actions import available, waiting_approvals
 from executions.console.page import ATTEMPTS_SHOWN, execution_or_404, execution_page, shown
@@ -16,6 +15,7 @@ from executions.console.timeline import seconds_text
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Execution
 from executions.services import control
+from workflows import clock
 from workflows.rest.permissions import APPROVE, OPERATE
 
 
@@ -75,5 +75,5 @@ def duration(execution: Execution) -> str:
     """How long it ran (so far, while it runs)."""
     if execution.started_at is None:
         return ""
-    end = execution.ended_at or timezone.now()
+    end = execution.ended_at or clock.now()
     return seconds_text(max((end - execution.started_at).total_seconds(), 0.0))

@@ -23,7 +23,6 @@ from functools import partial
 
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
 
 from executions import messages
 from executions.definitions import definition_for
@@ -31,6 +30,7 @@ from executions.engine.capacity import Waiting, pool_room, release
 from executions.engine.statuses import ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.sqlnames import sql
+from workflows import clock
 from workflows.conf import engine_settings
 from workflows.models import Pool
 
@@ -189,7 +189,7 @@ def pool_dispatch(*, pool: str) -> int:
             ordered.values_list(*columns, "execution__workflow_id", "execution__version_id")[:free]
         )
         chosen = set(release(free, [Waiting(p, at, pk) for pk, p, at, *_ in candidates]))
-        now = timezone.now()
+        now = clock.now()
         Attempt.objects.filter(
             pk__in=chosen, status=AttemptStatus.SCHEDULED, published_at__isnull=True
         ).update(published_at=now, released_at=now)

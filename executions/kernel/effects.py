@@ -16,8 +16,6 @@ from enum import Enum
 from functools import partial
 from typing import Any, cast
 
-from django.utils import timezone
-
 from executions import messages, signals
 from executions.definitions import definition_for
 from executions.engine.events import Decision, Event, EventType
@@ -34,6 +32,7 @@ from executions.engine.readers import (
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from nodes.secrets import secret_names, template_of
+from workflows import clock
 from workflows.dsl import Node
 from workflows.kinds import get_kind
 
@@ -283,7 +282,7 @@ def start_timer(
     timer = Timer.objects.create(
         execution=execution, node_id=node_id or "", attempt=attempt or 0, kind=kind, due_at=due
     )
-    delay = (due - timezone.now()).total_seconds()
+    delay = (due - clock.now()).total_seconds()
     outbox.add(lambda: messages.publish_timer(timer.pk, delay))
 
 

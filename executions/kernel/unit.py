@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Protocol
 
 from django.db import transaction
-from django.utils import timezone
 
 from executions import messages
 from executions.definitions import definition_for
@@ -30,6 +29,7 @@ from executions.kernel.effects import Held, Hold, apply_effects
 from executions.kernel.handle import Locked
 from executions.kernel.projections import project_tasks, save_execution
 from executions.models import Event, Execution
+from workflows import clock
 from workflows.dsl import Definition
 
 #: The nodes an event names beside its own (retry_requested's).
@@ -93,7 +93,7 @@ class UnitOfWork:
         work: its state cached (load_state), its messages sent (the outbox)."""
         execution = locked.execution
         self.execution, self.state = execution, state
-        self.now = now or timezone.now()
+        self.now = now or clock.now()
         self._recheck = recheck and execution.last_seq > 0  # new: no worker knows it yet
         self._look = locked.look
         if self._look is not None and not recheck:
@@ -183,7 +183,7 @@ class UnitOfWork:
     def restamp(self) -> None:
         """What follows happened now, not when the unit began (a claim behind a pool's
         lock: its task_started must not read earlier than the count that admitted it)."""
-        self.now = timezone.now()
+        self.now = clock.now()
 
     def look_later(self) -> None:
         """Skip the look after commit: the caller's next unit comes soon and takes what

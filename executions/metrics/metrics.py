@@ -15,7 +15,6 @@ import math
 from collections.abc import Iterator
 
 from django.db.models import Count, Min
-from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -30,6 +29,7 @@ from executions.liveness import sweeper_status
 from executions.metrics import ledger
 from executions.models import Attempt, AttemptStatus, Timer
 from executions.schedules.models import Schedule
+from workflows import clock
 
 Series = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -141,7 +141,7 @@ def _oldest_unclaimed_age() -> float:
     )["at"]
     if oldest is None:
         return 0.0
-    return max((timezone.now() - oldest).total_seconds(), 0.0)
+    return max((clock.now() - oldest).total_seconds(), 0.0)
 
 
 def _sweep_age() -> float:

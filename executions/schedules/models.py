@@ -12,10 +12,10 @@ import uuid
 from datetime import datetime
 
 from django.db import models
-from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from executions.schedules.cron import next_fire
+from workflows import clock
 
 
 class Overlap(models.TextChoices):
@@ -85,7 +85,7 @@ class Schedule(models.Model):
         """When the beat next fires this schedule (UTC); None while it is disabled."""
         if not self.enabled:
             return None
-        return next_fire(self.cron, self.timezone, timezone.now())
+        return next_fire(self.cron, self.timezone, clock.now())
 
 
 class FireOutcome(models.TextChoices):

@@ -17,7 +17,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from executions.engine.statuses import EXECUTION_TERMINAL
@@ -36,6 +35,7 @@ from executions.schedules.selectors import schedule_get
 from executions.services import admission
 from executions.services.control import NotAllowed, execution_cancel
 from executions.services.start import execution_start
+from workflows import clock
 from workflows.celery import ORCHESTRATOR_QUEUE
 from workflows.models import WorkflowDefinition
 from workflows.selectors import version_resolve
@@ -136,7 +136,7 @@ def schedule_update(*, schedule: Schedule, changes: dict[str, Any], by: str = ""
         if "cron" in changes:
             crontab_fields = _validated(changes["cron"], schedule.timezone)
             schedule.cron = " ".join(changes["cron"].split())
-            schedule.last_fire_at = timezone.now()
+            schedule.last_fire_at = clock.now()
             fields += ["cron", "last_fire_at"]
             task = PeriodicTask.objects.get(pk=schedule.periodic_task_id)
             # Ours always has a crontab (schedule_create).
@@ -178,7 +178,7 @@ def schedule_run(*, schedule_id: str, now: datetime | None = None) -> Execution 
     found = schedule_get(schedule_id=schedule_id)
     if found is None:
         return None
-    now = now or timezone.now()
+    now = now or clock.now()
     # Several fires may start in this transaction: they admit after its commit
     # (services/admission.py).
     with admission.deferred(), transaction.atomic():

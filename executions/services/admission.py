@@ -30,7 +30,6 @@ from uuid import UUID
 
 from django.db import connection, transaction
 from django.db.models import Count, OuterRef, Q, Subquery
-from django.utils import timezone
 
 from executions.definitions import definition_for
 from executions.engine.admission import Held, to_admit
@@ -40,6 +39,7 @@ from executions.kernel.advance import begin
 from executions.kernel.lock import lock_execution
 from executions.models import ConcurrencyKey, Execution
 from executions.services.containment import TRANSIENT, contain
+from workflows import clock
 from workflows.dsl.concurrency import ConcurrencySpec
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def concurrency_of(version_id: int) -> ConcurrencySpec | None:
 def hold(execution: Execution) -> None:
     """Mark an execution created earlier (start_at) as waiting for its key: it joins the
     queue's end now."""
-    execution.held, execution.held_at = True, timezone.now()
+    execution.held, execution.held_at = True, clock.now()
     execution.save(update_fields=["held", "held_at"])
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
 from executions.definitions import definition_for
 from executions.engine.context import template_context
@@ -35,6 +34,7 @@ from executions.services.recorded import recordable
 from executions.sqlnames import sql
 from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
+from workflows import clock
 from workflows.conf import engine_settings
 from workflows.dsl import Node
 
@@ -106,7 +106,7 @@ def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Cla
     if row["execution__status"] == ExecutionStatus.PAUSED:
         return None  # held, still scheduled: execution_resume publishes it again
     node = definition_for(row["execution__version_id"]).node_for(row["node_id"])
-    now = timezone.now()
+    now = clock.now()
     if not _take(attempt_id, node, worker_id, now, unlogged=True):
         return None  # taken by another, or its execution paused since the SELECT
     return Claimed(
@@ -191,7 +191,7 @@ def _started(
 
 def attempt_renew(*, attempt_id: int, worker_id: str, lease_seconds: float) -> bool:
     """Extend the lease. False: the attempt was cancelled or timed out; stop working on it."""
-    now = timezone.now()
+    now = clock.now()
     return bool(
         Attempt.objects.filter(
             pk=attempt_id, status=AttemptStatus.RUNNING, worker_id=worker_id
@@ -206,7 +206,7 @@ def attempt_abandon(*, attempt_id: int, worker_id: str) -> bool:
     return bool(
         Attempt.objects.filter(
             pk=attempt_id, status=AttemptStatus.RUNNING, worker_id=worker_id
-        ).update(lease_expires_at=timezone.now())
+        ).update(lease_expires_at=clock.now())
     )
 
 
@@ -292,7 +292,7 @@ def attempt_time_out(*, attempt_id: int, reason: str) -> bool:
     """The sweeper's verdict on an attempt whose lease or deadline passed, and still has:
     a renewal that came in since the sweeper looked wins (its worker is alive)."""
     error = ErrorRecord(type="Timeout", message=reason, retryable=True).to_json()
-    now = timezone.now()
+    now = clock.now()
     return _finish(
         attempt_id,
         None,
@@ -435,7 +435,7 @@ def _finish(
     except IntegrityError:
         # The constraint saw a second result for this attempt: someone recorded it first.
         return False, None
-    written = mine.update(status=status, finished_at=timezone.now(), result=data, unlogged=True)
+    written = mine.update(status=status, finished_at=clock.now(), result=data, unlogged=True)
     if written:
         # Written, then looked: the holder looks after it lets go, so one of the two sees
         # it, whichever order their steps interleave in.
@@ -453,7 +453,7 @@ def _finish_locked(
     claim_next_for: str | None,
 ) -> tuple[bool, Claimed | None]:
     """The result under the execution's lock: logged and decided upon in one unit."""
-    if not mine.update(status=status, finished_at=timezone.now()):
+    if not mine.update(status=status, finished_at=clock.now()):
         return False, None
     work = record_and_decide(locked, [result], source=source)
     work.freed_slot(row["pool_id"])

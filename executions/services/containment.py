@@ -21,7 +21,6 @@ from contextlib import AbstractContextManager, contextmanager
 from uuid import UUID
 
 from django.db import InterfaceError, OperationalError, transaction
-from django.utils import timezone
 
 from executions.engine.containment import engine_error_data
 from executions.engine.events import Decision, EventType, Source
@@ -30,7 +29,7 @@ from executions.kernel.advance import record_and_advance
 from executions.kernel.lock import lock_execution
 from executions.models import Attempt, AttemptStatus, Timer
 from nodes.secrets import redact
-from workflows import logs
+from workflows import clock, logs
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +84,7 @@ def execution_fail_engine_error(
         record_and_advance(locked, [fact], source=source)
         # The decisions cancelled every active node's rows; these are any left over (a
         # scheduled start, rows out of step with a log the engine could not read).
-        now = timezone.now()
+        now = clock.now()
         Attempt.objects.filter(
             execution=execution, status__in=[AttemptStatus.SCHEDULED, AttemptStatus.RUNNING]
         ).update(status=AttemptStatus.CANCELLED, finished_at=now)

@@ -10,7 +10,6 @@ from uuid import UUID
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from executions import messages
 from executions.definitions import definition_for
@@ -32,6 +31,7 @@ from executions.kernel.log import load_state, state_at
 from executions.models import Attempt, AttemptStatus, Execution, RetryRequest, Timer, TimerKind
 from executions.services import admission, keys, whatif
 from executions.services.start import execution_start
+from workflows import clock
 from workflows.kinds import get_kind
 from workflows.kinds.approval import ApprovalSpec
 from workflows.kinds.base import spec_of
@@ -76,7 +76,7 @@ def execution_cancel(*, execution_id: UUID | str, by: str = "") -> Execution:
             return execution  # pressed twice: the first request is doing it
         Timer.objects.filter(
             execution=execution, kind=TimerKind.START, fired_at__isnull=True
-        ).update(fired_at=timezone.now())
+        ).update(fired_at=clock.now())
         request = decided(EventType.WORKFLOW_CANCEL_REQUESTED, CancelRequested(by=by))
         record_and_advance(locked, [request], source=Source.API)
         return execution
@@ -119,7 +119,7 @@ def _wake_held(execution: Execution) -> None:
     """Attempts scheduled before the pause and timers that came due during it had their
     messages refused (attempts.attempt_claim, timers.timer_fire): send them again. Those
     held by the in-flight cap or a pool are released as there is room (kernel/capacity.py)."""
-    now = timezone.now()
+    now = clock.now()
     waiting = Attempt.objects.filter(execution=execution, status=AttemptStatus.SCHEDULED)
     refused = waiting.filter(published_at__isnull=False)
     resent = list(refused.values_list("pk", "node_id", "attempt"))

@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from executions import messages
 from executions.definitions import definition_for
@@ -19,6 +18,7 @@ from executions.models import Execution, TimerKind
 from executions.services import admission
 from executions.services.containment import TRANSIENT, contain
 from executions.services.keys import execution_by_key, fingerprint
+from workflows import clock
 from workflows.dsl.concurrency import render_key
 from workflows.models import WorkflowVersion
 
@@ -109,7 +109,7 @@ def execution_start(
         with transaction.atomic():
             definition = definition_for(version.pk)
             # start_at in the future: the START timer begins it (or holds it, with a key).
-            later = start_at if start_at is not None and start_at > timezone.now() else None
+            later = start_at if start_at is not None and start_at > clock.now() else None
             if definition.concurrency is not None:
                 row["concurrency_key"] = (
                     key if key is not None else render_key(definition.concurrency, input)
@@ -117,7 +117,7 @@ def execution_start(
                 # Held from the start (a start_at one once its time comes: timers.py).
                 row["held"] = later is None
                 row["held_start"] = admission.held_start(reuse, faults) if later is None else None
-                row["held_at"] = timezone.now() if later is None else None
+                row["held_at"] = clock.now() if later is None else None
             execution = Execution(**row)
             if later is None and not execution.held:
                 # Begun before its rows are written: its unit of work inserts the

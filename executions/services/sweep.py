@@ -29,7 +29,6 @@ from django.db.models import (
     Value,
 )
 from django.db.models.functions import Coalesce, Least
-from django.utils import timezone
 
 from executions import messages
 from executions.engine.events import Source
@@ -44,6 +43,7 @@ from executions.services.attempts import DEADLINE_PASSED, attempt_time_out
 from executions.services.children import children_pending_notice, parent_notify
 from executions.services.containment import TRANSIENT, backoff, boundary
 from executions.services.timers import timer_fire
+from workflows import clock
 from workflows.conf import engine_settings
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class SweepReport:
 
 def sweep() -> SweepReport:
     report = SweepReport()
-    now = timezone.now()
+    now = clock.now()
     phases = (
         _time_out,
         _fire_timers,
@@ -192,7 +192,7 @@ def _republish_lost(report: SweepReport, now: datetime, skip: list[str]) -> None
             # Stamped as it is sent, not at the tick's start (seconds earlier under load):
             # a peer released in between, sent ahead of this copy, is no evidence of its
             # loss (`_overtaken`). Never before `now`, which tests set in the future.
-            sent_at = max(now, timezone.now())
+            sent_at = max(now, clock.now())
             # Conditional on the old stamp, so of two sweepers only one republishes.
             if Attempt.objects.filter(pk=attempt_id, published_at=published_at).update(
                 published_at=sent_at
@@ -266,7 +266,7 @@ def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
             execution = lock_execution(execution_id).execution
             if execution.status not in EXECUTION_TERMINAL | {ExecutionStatus.PAUSED}:
                 outbox = messages.Outbox()
-                report.released += top_up(execution, timezone.now(), outbox)
+                report.released += top_up(execution, clock.now(), outbox)
 
 
 def _notify_parents(report: SweepReport, now: datetime, skip: list[str]) -> None:

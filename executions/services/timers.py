@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.db import transaction
-from django.utils import timezone
 
 from executions import messages
 from executions.engine.events import EventType, Source
@@ -13,6 +12,7 @@ from executions.kernel.advance import begin, record_and_advance
 from executions.kernel.lock import lock_execution
 from executions.models import Timer, TimerKind
 from executions.services import admission
+from workflows import clock
 
 
 def timer_fire(*, timer_id: int) -> bool:
@@ -21,7 +21,7 @@ def timer_fire(*, timer_id: int) -> bool:
         timer = Timer.objects.filter(pk=timer_id).first()
         if timer is None or timer.fired_at is not None:
             return False
-        now = timezone.now()
+        now = clock.now()
         if timer.due_at > now:
             return False  # an early wake-up: the sweeper or a later message fires it
         locked = lock_execution(timer.execution_id)

@@ -31,12 +31,17 @@ CORE = {
     # The engine's settings (Django's settings and their defaults): every app reads them,
     # the executors too, and they import no app.
     "workflows.conf": "workflows.conf",
+    # The one wall clock (a shifted one under workflows.testing): every app reads the time
+    # through it, the executors and the definitions' parser too, and it imports nothing.
+    "workflows.clock": "workflows.clock",
     # Entry points of the workflows app for the host's code: the Python API (which starts
     # executions), the AppConfig that loads it, and the URLconf of every route. They may
     # use every app; nothing of an app may import them.
     "workflows.api": "entry",
     "workflows.apps": "entry",
     "workflows.urls": "entry",
+    # The testing harness runs the whole engine in the test's process: an entry point too.
+    "workflows.testing": "entry",
 }
 
 

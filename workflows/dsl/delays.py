@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from workflows.clock import now
 from workflows.dsl.checks import Collector, no_secrets, quote
 from workflows.dsl.limits import limits, over
 from workflows.dsl.model import RetryPolicy
@@ -50,7 +51,7 @@ def _until(c: Collector, raw: object, place: Place) -> str | None:
             field=field,
         )
         return None
-    problem = until_problem(instant, datetime.now(UTC)) if c.limited else None
+    problem = until_problem(instant, now()) if c.limited else None
     if problem:
         c.add(f"{quote(text)}: {problem}", node=node, field=field)
         return None

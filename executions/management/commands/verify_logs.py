@@ -31,7 +31,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
-from django.utils import timezone
 from tqdm import tqdm
 
 from executions.engine.chain import Linked
@@ -39,6 +38,7 @@ from executions.engine.events import Event as EngineEvent
 from executions.integrity import Problem, check, rebuild_rows
 from executions.kernel.log import LOG_COLUMNS, both_forms
 from executions.models import Attempt, Event, Execution, Task, Timer
+from workflows import clock
 
 #: Executions read and checked together: one query per table per batch.
 BATCH = 200
@@ -146,7 +146,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no execution {', '.join(map(str, missing))}")
             return found
         if not options["all"]:
-            since = timezone.now() - timedelta(hours=options["since"])
+            since = clock.now() - timedelta(hours=options["since"])
             queryset = queryset.filter(created_at__gte=since)
         return list(queryset.values_list("pk", flat=True))
 
