@@ -9,7 +9,8 @@ sit above it (they run services, which send messages through it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -67,8 +68,29 @@ QUEUES = {
 }
 
 
+#: Takes a message (the task's name, its arguments, its countdown in seconds) instead of
+#: the broker.
+Sink = Callable[[str, tuple[Any, ...], float], None]
+#: Set while workflows.testing drives executions in this process: every message goes to it,
+#: none to the broker.
+_sink: Sink | None = None
+
+
+@contextmanager
+def diverted(sink: Sink) -> Iterator[None]:
+    """Every message published inside the block goes to `sink` instead of the broker."""
+    global _sink
+    before, _sink = _sink, sink
+    try:
+        yield
+    finally:
+        _sink = before
+
+
 def send(name: str, args: tuple[Any, ...], *, queue: str | None = None, **options: Any) -> Any:
     """Publish task `name` as its own apply_async would: to its queue, in JSON."""
+    if _sink is not None:
+        return _sink(name, args, float(options.get("countdown") or 0.0))
     queue = queue or QUEUES[name]
     serializer = TASK_OPTIONS["serializer"]
     return current_app.send_task(name, args=args, queue=queue, serializer=serializer, **options)
@@ -123,7 +145,7 @@ def publish_attempts(batch: Sequence[AttemptMessage]) -> None:
     """Many run_task messages (a fan-out's, a map's, a top-up's, the sweeper's) over one
     producer: its broker connection is taken from the pool once, not once per message.
     Each message is still its own publish, with its own priority, queue and name."""
-    if len(batch) <= 1:
+    if len(batch) <= 1 or _sink is not None:
         for message in batch:
             _each(message, None)
         return

@@ -8,7 +8,8 @@ Projects register functions with :func:`workflow_function`. At start-up (nodes/a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar, overload
 
 WorkflowFunction = Callable[[Any, Any], Any]
@@ -32,12 +33,16 @@ def _same_function(a: WorkflowFunction, b: WorkflowFunction) -> bool:
     )
 
 
-def register(name: str, fn: WorkflowFunction) -> None:
-    """Register ``fn`` under ``name``; re-registering the same function is a no-op."""
+def _check(name: str, fn: WorkflowFunction) -> None:
     if not isinstance(name, str) or not name.strip() or name != name.strip():
         raise ValueError(f"invalid workflow function name: {name!r}")
     if not callable(fn):
         raise TypeError(f"workflow function {name!r} is not callable")
+
+
+def register(name: str, fn: WorkflowFunction) -> None:
+    """Register ``fn`` under ``name``; re-registering the same function is a no-op."""
+    _check(name, fn)
     with _lock:
         existing = _registry.get(name)
         if existing is not None and not _same_function(existing, fn):
@@ -52,6 +57,26 @@ def unregister(name: str) -> None:
     """Remove ``name`` from the registry, if present (for tests)."""
     with _lock:
         _registry.pop(name, None)
+
+
+@contextmanager
+def standing_in(functions: Mapping[str, WorkflowFunction]) -> Iterator[None]:
+    """Inside the block, each name of `functions` calls its stand-in (registered or not
+    before); after it, the registry is as it was (for workflows.testing)."""
+    for name, fn in functions.items():
+        _check(name, fn)
+    with _lock:
+        before = {name: _registry.get(name) for name in functions}
+        _registry.update(functions)
+    try:
+        yield
+    finally:
+        with _lock:
+            for name, fn in before.items():
+                if fn is None:
+                    _registry.pop(name, None)
+                else:
+                    _registry[name] = fn
 
 
 @overload

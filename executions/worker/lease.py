@@ -208,6 +208,21 @@ class LeaseKeeper(threading.Thread):
                     self._leases.discard(lease)
 
 
+class InlineKeeper:
+    """Renews nothing, in no thread: for attempts run inline, one at a time, in a process
+    whose clock stands still while they run (workflows.testing). A function's own
+    ctx.heartbeat() still renews its lease, and learns of a cancellation from it."""
+
+    def register(self, lease: Lease) -> Lease:
+        return lease
+
+    def unregister(self, lease: Lease) -> None:
+        lease.ended = True
+
+
+#: Who renews a running attempt's lease.
+Keeper = LeaseKeeper | InlineKeeper
+
 _keeper: LeaseKeeper | None = None
 _keeper_lock = threading.Lock()
 

@@ -29,7 +29,7 @@ from executions.services.attempts import (
 from executions.services.children import child_start
 from executions.services.containment import attempt_boundary
 from executions.worker.faults import crashed_after_effect
-from executions.worker.lease import Lease, lease_keeper
+from executions.worker.lease import Keeper, Lease, lease_keeper
 from executions.worker.watchdog import Watchdog, attempt_scope
 from nodes import tracing
 from nodes.context import Claimed, NodeContext
@@ -80,6 +80,12 @@ def run_task(attempt_id: int) -> None:
     success's own transaction claimed for this worker: no broker round trip, no second
     lock, and no message at all (a held attempt has none: executions/kernel/capacity.py).
     The claim stays the one atomic hand-off either way."""
+    run_attempt(attempt_id)
+
+
+def run_attempt(attempt_id: int, *, keeper: Keeper | None = None) -> None:
+    """run_task's body. `keeper`: who renews the leases (the process's LeaseKeeper thread,
+    unless workflows.testing runs the attempt inline with one that renews nothing)."""
     worker = worker_id()
     logs.bind(worker=worker)
     # A fault boundary (executions/services/containment.py): an engine exception while
@@ -93,14 +99,16 @@ def run_task(attempt_id: int) -> None:
             # The last one claims nothing: what it claimed would wait for its lease to end.
             # With per-type queues, every attempt goes through its own queue's workers.
             eager = done < EAGER_LIMIT and not engine_settings.NODE_QUEUES
-            claimed = run_claimed(claimed, worker, claim_next=eager)
+            claimed = run_claimed(claimed, worker, claim_next=eager, keeper=keeper)
         if execution_id is not None:
             # An eager unit left its look to this worker's next one, which may not have
             # come (the last attempt lost its lease, or stopped cancelled): look now.
             after_commit(execution_id)
 
 
-def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Claimed | None:
+def run_claimed(
+    claimed: Claimed, worker: str, *, claim_next: bool = True, keeper: Keeper | None = None
+) -> Claimed | None:
     """Run and record one claimed attempt; returns the next attempt claimed, if any.
 
     Under a watchdog: past the attempt's hard limit its failure is recorded and, in a pool
@@ -115,20 +123,20 @@ def run_claimed(claimed: Claimed, worker: str, *, claim_next: bool = True) -> Cl
             ),
         ):
             log.info("attempt started (%s)", claimed.node.type)
-            return _run_claimed(claimed, worker, watchdog, claim_next=claim_next)
+            keeper = keeper or lease_keeper()
+            return _run_claimed(claimed, worker, watchdog, keeper, claim_next=claim_next)
     finally:
         watchdog.disarm()
 
 
 def _run_claimed(
-    claimed: Claimed, worker: str, watchdog: Watchdog, *, claim_next: bool
+    claimed: Claimed, worker: str, watchdog: Watchdog, keeper: Keeper, *, claim_next: bool
 ) -> Claimed | None:
     attempt_id = claimed.attempt_id
     kind = get_kind(claimed.node.type)
     progress = claimed.node.heartbeat_timeout_seconds
     if kind is None or not kind.heartbeats_progress:
         progress = None
-    keeper = lease_keeper()
     lease = keeper.register(
         Lease(
             claimed,
