@@ -72,11 +72,11 @@ def standing_in(functions: Mapping[str, WorkflowFunction]) -> Iterator[None]:
         yield
     finally:
         with _lock:
-            for name, fn in before.items():
-                if fn is None:
+            for name, kept in before.items():
+                if kept is None:
                     _registry.pop(name, None)
                 else:
-                    _registry[name] = fn
+                    _registry[name] = kept
 
 
 @overload
