@@ -11,3 +11,9 @@ from nodes import NodeContext, workflow_function
 def total(input: Any, ctx: NodeContext) -> dict[str, Any]:
     """The sum of the order's prices."""
     return {"total": sum(item["price"] for item in input["items"])}
+
+
+@workflow_function("shop.remind")
+def remind(input: Any, ctx: NodeContext) -> dict[str, Any]:
+    """Would e-mail the customer about their order; the host's tests stand in for it."""
+    return {"sent": True, "total": input["total"]}
