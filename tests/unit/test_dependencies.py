@@ -30,8 +30,9 @@ SHIPPED = ("workflows", "executions", "nodes")
 #: The standalone project the Docker image runs them in (with manage.py): not in the wheel,
 #: but installed beside it with the same runtime dependencies only.
 STANDALONE = ("config",)
-#: Extras the shipped code imports guarded (without them it runs the same, doing less).
-OPTIONAL = ("otel",)
+#: Extras the shipped code imports guarded (without them it runs the same, doing less), or
+#: only in a module their users alone load (workflows.testing.fixtures, a pytest plugin).
+OPTIONAL = ("otel", "testing")
 #: The repository's own code that is not shipped.
 TOOLING = ("tests", "scripts", "bench")
 FIRST_PARTY = {*SHIPPED, *STANDALONE, *TOOLING, "manage"}
