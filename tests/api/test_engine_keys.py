@@ -50,7 +50,7 @@ def test_a_client_key_shaped_like_a_schedule_tick_neither_takes_nor_suppresses_i
     schedule = schedule_create(workflow=version.workflow, cron="*/5 * * * *")
     key = f"schedule:{schedule.pk}:{TICK.isoformat()}"
     taken = _post_execution(admin, "nightly", key)
-    monkeypatch.setattr("django.utils.timezone.now", lambda: TICK)
+    monkeypatch.setattr("workflows.clock.now", lambda: TICK)
     fired = run_schedule(str(schedule.pk))
     assert fired is not None
     assert fired != taken["id"]

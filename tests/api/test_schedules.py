@@ -27,7 +27,7 @@ def version():
 
 
 def _at(monkeypatch, when: datetime) -> None:
-    monkeypatch.setattr("django.utils.timezone.now", lambda: when)
+    monkeypatch.setattr("workflows.clock.now", lambda: when)
 
 
 def _create(api: APIClient, **body) -> dict:

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.utils import timezone
 
 from executions.models import Execution, Timer
 from executions.services import control
@@ -18,6 +17,7 @@ from executions.services.signals import execution_signal
 from executions.services.sweep import sweep
 from executions.services.timers import timer_fire
 from tests.factories import start, timeline
+from workflows import clock
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +75,7 @@ def test_an_answer_closes_the_timeout_and_a_late_fire_changes_nothing(
     before = timeline(execution)
 
     later = timer.due_at + timedelta(hours=1)
-    monkeypatch.setattr(timezone, "now", lambda: later)
+    monkeypatch.setattr(clock, "now", lambda: later)
     assert sweep().timers_fired == 0
     assert timer_fire(timer_id=timer.pk) is False  # a duplicate wake-up message
     assert timeline(execution) == before

@@ -227,7 +227,7 @@ def test_a_schedule_fire_on_a_broken_version_fails_only_that_execution(monkeypat
     version = make_version(SLEEPY)
     schedule = schedule_create(workflow=version.workflow, cron="* * * * *")
     tick = timezone.now().replace(second=30)
-    monkeypatch.setattr("executions.schedules.services.timezone.now", lambda: tick)
+    monkeypatch.setattr("workflows.clock.now", lambda: tick)
     with corrupted_definition(version.pk):
         fired = run_schedule(str(schedule.pk))
         assert fired is not None
