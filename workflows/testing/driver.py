@@ -6,11 +6,10 @@ Every message the engine publishes (executions/messages.py) comes here instead o
 broker. A run_task message runs the worker runtime's body (executions/worker/runtime.py)
 with a lease keeper that renews nothing in no thread: nothing runs beside the attempt and
 the clock stands still while it runs. The others run their Celery task's body. When the
-queue is empty, the sweeper runs once, as beat would run it; when that sends nothing
-either, the clock (workflows/clock.py) jumps to the earliest time something falls due
-(a timer of a delay, a retry's backoff, a wait's timeout; a running attempt's lease or
-deadline) and the sweeper, run again, fires it. So a delay of a day passes at once and
-every timestamp recorded says a day went by.
+queue is empty, the clock (workflows/clock.py) jumps to the earliest time something falls
+due (a timer of a delay, a retry's backoff, a wait's timeout; a running attempt's lease
+or deadline) and the sweeper, run then as beat would run it, fires it. So a delay of a
+day passes at once and every timestamp recorded says a day went by.
 
 In a test's transaction (Django's TestCase, pytest-django's `db`), nothing commits and
 on_commit callbacks never run by themselves: after each step the driver runs those the
@@ -107,23 +106,21 @@ class Driver:
             if self.queue:
                 self.deliver(*self.queue.popleft())
                 continue
-            sweep()
-            self.committed()
-            if self.queue:
-                continue
             tree = self.tree()
             due = self.next_due(tree)
             if until is not None and (due is None or due > until):
                 clock.advance(until - clock.now())
                 until = None
-                continue
-            if until is None and (due is None or self.ended() or self.awaits_answer(tree)):
+            elif until is None and (due is None or self.ended() or self.awaits_answer(tree)):
                 return
-            if due == last_due:
+            elif due == last_due:
                 return  # due, and the sweeper leaves it (a paused execution's, say)
-            assert due is not None
-            clock.advance(due - clock.now())
-            last_due = due
+            else:
+                assert due is not None
+                clock.advance(due - clock.now())
+                last_due = due
+            # What fell due, the sweeper does, as beat would have it do.
+            sweep()
         raise Stuck(f"execution {self.root} did not settle within {MAX_STEPS} steps")
 
     def deliver(self, task: str, args: tuple[Any, ...]) -> None:
