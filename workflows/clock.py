@@ -32,11 +32,6 @@ def now() -> datetime:
     return datetime.now(UTC) + _offset
 
 
-def time() -> float:
-    """now() as seconds since the epoch, for code that compares with time.time()."""
-    return now().timestamp()
-
-
 def offset() -> timedelta:
     """How far this process's clock runs ahead of the real one."""
     return _offset

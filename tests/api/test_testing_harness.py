@@ -4,8 +4,10 @@ virtual clock, on every node kind; each run's log passes replay_execution --veri
 from __future__ import annotations
 
 import io
+import json
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +17,10 @@ from django.test import TestCase
 from executions.models import Execution
 from nodes.errors import NodeError
 from nodes.registry import function_exists, standing_in
+from tests.api.test_workflows__sync import apps_on_disk
 from tests.servers import Request, http_server
 from workflows import clock
+from workflows.models import WorkflowDefinition
 from workflows.services import workflow_create
 from workflows.testing import NoSuchWorkflow, Result, run
 
@@ -287,8 +291,10 @@ def test_a_failure_runs_the_compensations_of_what_succeeded() -> None:
     result = run(definition, functions=functions)
     assert result.status == "failed"
     assert result.node("pay").error["type"] == "Declined"
-    assert len(undone) == 1
-    assert any("compensat" in e["type"] for e in result.events)
+    assert undone == ["reserve.compensation"]
+    assert result.node("reserve.compensation").status == "succeeded"
+    scheduled = [e["node_id"] for e in result.events if e["type"] == "compensation_scheduled"]
+    assert scheduled == ["reserve"]
     verified(result)
 
 
@@ -311,6 +317,25 @@ def test_a_name_is_the_database_s_workflow_and_an_unknown_one_is_refused() -> No
     assert run("harness-named", functions=named).node("a").output == 5
     with pytest.raises(NoSuchWorkflow, match="harness-nowhere"):
         run("harness-nowhere")
+
+
+def test_a_name_with_no_workflow_is_the_installed_app_s_file_with_the_files_it_calls(
+    tmp_path: Path,
+) -> None:
+    with apps_on_disk(tmp_path, 1) as (folder,):
+        parent = {
+            "nodes": [{"id": "sub", "type": "workflow", "workflow": "harness-leaf"}],
+            "output": "{{ nodes.sub.output }}",
+        }
+        (folder / "harness-root.json").write_text(json.dumps(parent))
+        leaf = {"nodes": [{"id": "nap", "type": "delay", "seconds": DAY}], "output": 7}
+        (folder / "harness-leaf.json").write_text(json.dumps(leaf))
+        result = run("harness-root")
+    assert result.status == "succeeded", result.error
+    assert result.output == 7
+    stored = WorkflowDefinition.objects.filter(name__in=["harness-root", "harness-leaf"])
+    assert {workflow.created_by for workflow in stored} == {"workflows.testing"}
+    verified(result)
 
 
 def test_the_same_definition_twice_is_one_workflow() -> None:

@@ -102,9 +102,7 @@ def test_the_apps_read_the_wall_clock_only_through_the_seam() -> None:
                 allowed_seen.add((relative, what))
             else:
                 found.append(f"{relative}:{line}: {what}")
-    assert not found, "read the time with workflows.clock.now() (or clock.time()):\n" + "\n".join(
-        found
-    )
+    assert not found, "read the time with workflows.clock.now():\n" + "\n".join(found)
     # An exception whose read is gone is dropped from the list, so it cannot hide a new one.
     assert allowed_seen == set(ALLOWED), sorted(set(ALLOWED) - allowed_seen)
 
