@@ -16,9 +16,9 @@ from executions.models import Attempt, Execution
 from executions.schedules.services import schedule_create
 from executions.schedules.tasks import run_schedule
 from executions.services.sweep import sweep
-from executions.tasks import notify_parent
 from executions.worker.runtime import run_task
 from tests.factories import make_version, start
+from workflows.testing import run
 
 pytestmark = pytest.mark.django_db
 
@@ -97,12 +97,10 @@ def test_a_child_past_the_depth_limit_fails_its_node_without_retry(settings) -> 
     settings.WORKFLOW_MAX_DEPTH = 1
     make_version(ECHO, name="leaf")
     make_version({"nodes": [{"id": "deeper", "type": "workflow", "workflow": "leaf"}]}, "mid")
-    top = start({"nodes": [{"id": "sub", "type": "workflow", "workflow": "mid"}]})
-    run_task(Attempt.objects.get(execution=top, node_id="sub").pk)
+    result = run({"nodes": [{"id": "sub", "type": "workflow", "workflow": "mid"}]})
+    top = Execution.objects.get(pk=result.id)
     mid = Execution.objects.get(parent_execution=top)
     assert mid.depth == 1
-    run_task(Attempt.objects.get(execution=mid, node_id="deeper").pk)
-    mid.refresh_from_db()
     assert mid.status == "failed"
     cause = mid.error["cause"]
     assert cause["type"] == "MaxDepthExceeded"
@@ -111,11 +109,9 @@ def test_a_child_past_the_depth_limit_fails_its_node_without_retry(settings) -> 
     assert "'deeper'" in cause["message"]
     assert not Execution.objects.filter(parent_execution=mid).exists()
     assert Attempt.objects.filter(execution=mid).count() == 1
-    notify_parent(str(mid.pk))
-    top.refresh_from_db()
-    assert top.status == "failed"
-    assert top.error["cause"]["type"] == "ChildWorkflowFailed"
-    assert top.error["cause"]["cause"]["cause"]["type"] == "MaxDepthExceeded"
+    assert result.status == "failed"
+    assert result.error["cause"]["type"] == "ChildWorkflowFailed"
+    assert result.error["cause"]["cause"]["cause"]["type"] == "MaxDepthExceeded"
 
 
 def _workflow(client: APIClient, name: str, definition: dict) -> None:

@@ -81,6 +81,7 @@ def test_retries_wait_their_backoff_on_the_clock() -> None:
 
     def flaky(input: Any, ctx: Any) -> Any:
         calls.append(ctx.attempt)
+        ctx.heartbeat()  # renews its lease, inline, with no keeper thread
         if ctx.attempt < 3:
             raise RuntimeError(f"attempt {ctx.attempt} fails")
         return {"ok": ctx.attempt}
