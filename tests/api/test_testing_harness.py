@@ -272,6 +272,22 @@ def test_a_sub_workflow_runs_as_a_child_with_its_own_delay() -> None:
     verified(result)
 
 
+def test_a_wait_inside_a_sub_workflow_is_answered_through_the_result() -> None:
+    workflow_create(
+        name="harness-gate",
+        definition={"nodes": [{"id": "review", "type": "approval"}], "output": "{{ input }}"},
+    )
+    definition = {
+        "nodes": [{"id": "sub", "type": "workflow", "workflow": "harness-gate", "input": 3}],
+        "output": "{{ nodes.sub.output }}",
+    }
+    result = run(definition)
+    assert result.status == "running"
+    assert result.approve("review").status == "succeeded", result.error
+    assert result.output == 3
+    verified(result)
+
+
 def test_a_failure_runs_the_compensations_of_what_succeeded() -> None:
     undone: list[Any] = []
 

@@ -20,7 +20,7 @@ advance() lets time run on (a wait's timeout among it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -106,14 +106,17 @@ class Result:
         )
 
     def signal(self, name: str, data: Any = None) -> Result:
-        """Send the signal `name`, then run on to the next wait or the end."""
-        return self._answer(lambda: self.execution.signal(name, data, by=BY))
+        """Send the signal `name`, then run on to the next wait or the end. Sent to the
+        execution, else to the first of its sub-workflows' executions that waits for it."""
+        return self._answer(lambda handle: handle.signal(name, data, by=BY))
 
     def approve(self, node_id: str, data: Any = None) -> Result:
-        return self._answer(lambda: self.execution.approve(node_id, data, by=BY))
+        """Approve the approval node `node_id` (of the execution, else of a sub-workflow's
+        execution), then run on to the next wait or the end."""
+        return self._answer(lambda handle: handle.approve(node_id, data, by=BY))
 
     def reject(self, node_id: str) -> Result:
-        return self._answer(lambda: self.execution.reject(node_id, by=BY))
+        return self._answer(lambda handle: handle.reject(node_id, by=BY))
 
     def advance(self, seconds: float) -> Result:
         """Let `seconds` pass on the run's clock, firing what falls due meanwhile (a
@@ -123,15 +126,29 @@ class Result:
             self._driver.settle()
         return self._refreshed()
 
-    def _answer(self, act: Any) -> Result:
+    def _answer(self, act: Callable[[api.Execution], object]) -> Result:
         with self._driver.driving():
-            act()
+            _to_the_waiting(self._driver.running(), act)
             self._driver.settle()
         return self._refreshed()
 
     def _refreshed(self) -> Result:
         self.execution.refresh()
         return self
+
+
+def _to_the_waiting(executions: list[str], act: Callable[[api.Execution], object]) -> None:
+    """`act` on the first of `executions` that takes it (the root first: a wait inside a
+    sub-workflow belongs to the child's execution); the root's refusal if none does."""
+    refused: api.WorkflowError | None = None
+    for execution_id in executions:
+        try:
+            act(api.get(execution_id))
+            return
+        except (api.UnknownNode, api.NotAllowed) as exc:
+            refused = refused or exc
+    if refused is not None:
+        raise refused
 
 
 #: What the harness records as the user of the answers it sends.

@@ -160,6 +160,19 @@ class Driver:
             found += level
         return found
 
+    def running(self) -> list[str]:
+        """The tree's executions that have not ended, the root first."""
+        tree = self.tree()
+        live = set(
+            map(
+                str,
+                Execution.objects.filter(pk__in=tree)
+                .exclude(status__in=EXECUTION_TERMINAL)
+                .values_list("pk", flat=True),
+            )
+        )
+        return [execution_id for execution_id in tree if execution_id in live]
+
     def ended(self) -> bool:
         status = Execution.objects.values_list("status", flat=True).get(pk=self.root)
         return status in EXECUTION_TERMINAL
