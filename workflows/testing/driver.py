@@ -51,7 +51,7 @@ BODIES: dict[str, Callable[..., Any]] = {
 }
 
 #: Messages and sweeps one settle may take: past it the run is stuck in a loop.
-MAX_STEPS = 10_000
+MAX_STEPS = 200_000
 
 
 class Stuck(RuntimeError):
