@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from executions.engine.events import Decision, EventType, Source
 from executions.integrity import check, rebuild_rows
 from executions.kernel.handle import Locked
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, try_lock_execution
 from executions.kernel.log import load_state, verifiable_log
 from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
@@ -369,3 +369,28 @@ def test_a_claim_without_the_lock_never_beats_a_pause(monkeypatch):
 
 def _error() -> dict[str, object]:
     return {"type": "Boom", "message": "boom", "retryable": False}
+
+
+def test_the_lock_hands_a_typed_handle_and_leaves_the_row_as_the_model_reads_it():
+    """What the lock owes the inbox travels on the Locked handle (kernel/handle.py), not
+    as attributes stuck onto the model instance."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    with transaction.atomic():
+        locked = try_lock_execution(execution.pk)
+        assert locked is not None
+        assert locked.inbox_waiting is False  # read with the lock: nothing left unlogged
+        assert locked.look is not None
+        assert not locked.look.taken
+        assert not hasattr(locked.execution, "inbox_waiting")
+        assert not hasattr(locked.execution, "inbox_look")
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None  # into the inbox
+    with transaction.atomic():
+        locked = try_lock_execution(execution.pk)
+        assert locked is not None
+        assert locked.inbox_waiting is True
+        UnitOfWork(locked, load_state(locked.execution)).commit(decided=True)  # drains it
+        assert locked.look is not None
+        assert locked.look.taken  # the unit looks after its commit, not the lock
+    assert not Attempt.objects.filter(execution=execution, unlogged=True).exists()
+    verified(execution)
