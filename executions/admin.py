@@ -28,6 +28,7 @@ from executions.engine.events import Source
 from executions.liveness import sweeper_status
 from executions.models import Attempt, Event, Execution, Task, Timer
 from executions.pool_views import SLOTS_HELP
+from executions.retention import admin as retention_admin  # noqa: F401
 
 # The admin pages of the app's subpackages register themselves when imported.
 from executions.schedules import admin as schedules_admin  # noqa: F401

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -15,6 +14,7 @@ from rest_framework.response import Response
 from executions.engine.statuses import ExecutionStatus, values
 from executions.kernel.log import state_at
 from executions.models import Execution
+from executions.retention.tombstones import execution_or_gone
 from executions.serializers import ExecutionSerializer
 from executions.services import bulk, control, signals, whatif, why
 from workflows.conf import engine_settings
@@ -107,7 +107,7 @@ class ReplayReportSerializer(serializers.Serializer):
 # /schema.
 class _ControlView(EngineView):
     def execution(self, execution_id) -> Execution:
-        return get_object_or_404(Execution, pk=execution_id)
+        return execution_or_gone(execution_id)
 
 
 class CancelView(_ControlView):

@@ -19,6 +19,7 @@ from executions.engine.statuses import ExecutionStatus, TaskStatus, choices
 # The models of the app's subpackages: Django loads an app's models from its models module.
 from executions.metrics.models import MetricDelta as MetricDelta
 from executions.metrics.models import MetricSeries as MetricSeries
+from executions.retention.models import Tombstone as Tombstone
 from executions.schedules.models import Schedule as Schedule
 from executions.schedules.models import ScheduleFire as ScheduleFire
 from executions.triggers.models import PublishedEvent as PublishedEvent
@@ -119,6 +120,14 @@ class Execution(models.Model):
                 fields=["workflow", "concurrency_key", "held_at", "id"],
                 condition=Q(held=True, status="pending"),
                 name="execution_held_queue_idx",
+            ),
+            # A purge's roots, oldest end first (executions/retention/selection.py).
+            models.Index(
+                fields=["ended_at", "id"],
+                condition=Q(
+                    parent_execution__isnull=True, status__in=["cancelled", "failed", "succeeded"]
+                ),
+                name="execution_ended_root_idx",
             ),
         ]
         constraints = [

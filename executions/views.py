@@ -13,6 +13,7 @@ from executions import selectors
 from executions.filters import ExecutionFilter
 from executions.longpoll import wait_for_rows
 from executions.models import Execution
+from executions.retention.tombstones import execution_or_gone
 from executions.serializers import (
     AttemptSerializer,
     EventSerializer,
@@ -82,9 +83,14 @@ class ExecutionDetail(EngineRetrieveView):
     lookup_url_kwarg = "execution_id"
     queryset = Execution.objects.select_related("workflow", "version")
 
+    def get_object(self) -> Execution:
+        execution = execution_or_gone(self.kwargs["execution_id"], self.get_queryset())
+        self.check_object_permissions(self.request, execution)
+        return execution
+
 
 def _execution(execution_id) -> Execution:
-    return get_object_or_404(Execution, pk=execution_id)
+    return execution_or_gone(execution_id)
 
 
 class TaskList(EngineListView):

@@ -35,6 +35,7 @@ from rest_framework.exceptions import ValidationError
 from executions import selectors, signals
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Execution as ExecutionRow
+from executions.retention.tombstones import tombstone_of
 from executions.serializers import EventSerializer, ExecutionSerializer
 from executions.services import control
 from executions.services.keys import IdempotencyConflict as _KeyConflict
@@ -60,6 +61,19 @@ class UnknownWorkflow(WorkflowError, LookupError):
 
 class UnknownExecution(WorkflowError, LookupError):
     """No execution has that id."""
+
+
+class ExecutionPurged(UnknownExecution):
+    """The execution was purged (manage.py purge_executions, or retention); `.tombstone`
+    is what it left: {"id", "workflow", "version", "status", "ended_at", "purged_at",
+    "events", "last_hash"}."""
+
+    def __init__(self, tombstone: dict[str, Any]) -> None:
+        self.tombstone = tombstone
+        super().__init__(
+            f"execution {tombstone['id']} ({tombstone['status']}) was purged at "
+            f"{tombstone['purged_at']}"
+        )
 
 
 class UnknownNode(WorkflowError, LookupError):
@@ -304,7 +318,13 @@ def _row(execution_id: Any) -> ExecutionRow:
         pk = execution_id if isinstance(execution_id, uuid.UUID) else uuid.UUID(str(execution_id))
     except ValueError:
         raise UnknownExecution(f"{execution_id!r} is not an execution id") from None
-    return ExecutionRow.objects.select_related("workflow", "version").get(pk=pk)
+    found = ExecutionRow.objects.select_related("workflow", "version").filter(pk=pk).first()
+    if found is None:
+        tombstone = tombstone_of(pk)
+        if tombstone is not None:
+            raise ExecutionPurged(tombstone.as_body())
+        raise UnknownExecution(f"no execution {pk}")
+    return found
 
 
 def _waits(handle: Execution, timeout: float | None) -> Iterator[float | None]:

@@ -9,10 +9,14 @@ with that status, knowing none of the subclasses. No service needs the REST laye
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class Refused(Exception):
     """A service refused; `status_code` is the HTTP status the API answers with."""
 
     status_code: ClassVar[int] = HTTPStatus.CONFLICT
+
+    def body(self) -> dict[str, Any]:
+        """What the API answers: {"detail": the message}, unless a refusal says more."""
+        return {"detail": str(self)}

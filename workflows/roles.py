@@ -26,6 +26,7 @@ VIEW = (
     ("executions", "view_schedulefire"),
     ("executions", "view_trigger"),
     ("executions", "view_publishedevent"),
+    ("executions", "view_tombstone"),
     ("workflows", "view_pool"),
 )
 

@@ -194,14 +194,18 @@ def held_keys(
 
 def lock_key(workflow_id: int, key: str) -> None:
     """The key's row, locked until the transaction ends. Call inside atomic()."""
-    # Created once per key, race-free (ON CONFLICT DO NOTHING), then locked.
-    ConcurrencyKey.objects.bulk_create(
-        [ConcurrencyKey(workflow_id=workflow_id, key=key)], ignore_conflicts=True
-    )
-    rows = ConcurrencyKey.objects.filter(workflow_id=workflow_id, key=key)
-    if connection.features.has_select_for_update:
-        rows = rows.select_for_update()
-    rows.get()  # on SQLite the IMMEDIATE transaction already holds the write lock
+    # Created once per key, race-free (ON CONFLICT DO NOTHING), then locked; again if a
+    # purge deleted it in between (services/purge.py forgets keys no execution uses).
+    while True:
+        ConcurrencyKey.objects.bulk_create(
+            [ConcurrencyKey(workflow_id=workflow_id, key=key)], ignore_conflicts=True
+        )
+        rows = ConcurrencyKey.objects.filter(workflow_id=workflow_id, key=key)
+        if connection.features.has_select_for_update:
+            rows = rows.select_for_update()
+        # On SQLite the IMMEDIATE transaction already holds the write lock.
+        if rows.values_list("pk", flat=True).first() is not None:
+            return
 
 
 def _admit_locked(workflow_id: int, key: str) -> int:

@@ -49,6 +49,8 @@ EXECUTIONS = {
     "executions.schedules.policy": "models",
     "executions.triggers": "models",
     "executions.triggers.models": "models",
+    # Retention: tombstones and the choice of what a purge takes.
+    "executions.retention": "models",
     # What wakes workers and host code up.
     "executions.messages": "messages",
     "executions.signals": "messages",
@@ -59,6 +61,7 @@ EXECUTIONS = {
     "executions.metrics": "services",
     "executions.schedules.services": "services",
     "executions.triggers.services": "services",
+    "executions.retention.archive": "services",
     # Entry points: what a process, a request or an operator calls.
     "executions.apps": "entry",
     "executions.admin": "entry",
@@ -86,6 +89,8 @@ EXECUTIONS = {
     "executions.triggers.serializers": "entry",
     "executions.triggers.urls": "entry",
     "executions.triggers.views": "entry",
+    "executions.retention.admin": "entry",
+    "executions.retention.tasks": "entry",
 }
 
 

@@ -70,7 +70,7 @@ def _with_detail(data: Any) -> dict[str, Any]:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Refused):
-        return Response({"detail": str(exc)}, status=exc.status_code)
+        return Response(exc.body(), status=exc.status_code)
     if isinstance(exc, DefinitionError):
         return Response(definition_error_body(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RequestDataTooBig):

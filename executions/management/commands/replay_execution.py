@@ -19,7 +19,7 @@ from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from tqdm import tqdm
 
 from executions import history_file
@@ -30,9 +30,11 @@ from executions.engine.fold import fold
 from executions.engine.state import ExecutionState
 from executions.engine.verify import verify_log
 from executions.kernel.lock import lock_execution
-from executions.kernel.log import engine_events, events_of, load_state, verifiable_log
+from executions.kernel.log import engine_events, load_state, verifiable_log
 from executions.kernel.projections import differences, rebuild
 from executions.models import Execution
+from executions.retention import archive
+from executions.retention.tombstones import tombstone_of
 from executions.services import whatif
 from workflows.dsl import Definition, DefinitionError
 from workflows.dsl.parser import parse_definition
@@ -199,6 +201,8 @@ class Command(BaseCommand):
             raise CommandError(f"--at-seq must be between 0 and {len(history.events)}")
         bar = tqdm(total=at_seq or len(history.events), unit="ev", disable=True, file=self.stderr)
         if options["verify"]:
+            # First: a file that does not end where the purged log ended says so plainly.
+            self._against_tombstone(path, history)
             state = self._verified(
                 definition,
                 history.events,
@@ -216,10 +220,30 @@ class Command(BaseCommand):
             )
             self._print(header, definition, state, history.events[:at_seq])
 
+    def _against_tombstone(self, path: Path, history: history_file.History) -> None:
+        """A purged execution's archive: its chain must end at the tombstone's last hash,
+        with as many events. Checked where the tombstone is in this database."""
+        try:
+            tombstone = tombstone_of(uuid.UUID(history.execution_id))
+        except (ValueError, DatabaseError):  # not an id, or a database without the table
+            tombstone = None
+        if tombstone is None:
+            return
+        broken = first_break(history.links, last_hash=tombstone.last_hash)
+        if broken is not None or len(history.events) != tombstone.events:
+            raise CommandError(
+                f"--from-file {path}: does not match the tombstone of execution {tombstone.id} "
+                f"({tombstone.events} events, last hash {tombstone.last_hash[:12]}…): "
+                f"{broken or f'{len(history.events)} events'}"
+            )
+        self.stdout.write(
+            f"matches the tombstone of purged execution {tombstone.id}: {tombstone.events} "
+            f"events, last hash {tombstone.last_hash[:12]}…"
+        )
+
     def _export(self, execution: Execution, path: Path) -> None:
-        rows = list(events_of(execution.pk).values_list(*history_file.EVENT_KEYS))
-        path.write_text(json.dumps(history_file.exported(execution, rows), indent=1) + "\n")
-        self.stdout.write(f"exported {len(rows)} events of execution {execution.pk} to {path}")
+        count = archive.export(execution, path)
+        self.stdout.write(f"exported {count} events of execution {execution.pk} to {path}")
 
     def _print(self, header: str, definition: Definition, state, events) -> None:
         write = self.stdout.write
