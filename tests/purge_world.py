@@ -39,7 +39,9 @@ def owned_rows(ids: Iterable[UUID]) -> Counter[str]:
     """The rows that belong to these executions, by table: theirs, the published events
     that point at no other execution, and the concurrency keys no other execution uses."""
     ids = list(ids)
-    owned: Counter[str] = Counter({Execution._meta.db_table: len(ids)})
+    owned: Counter[str] = Counter(
+        {Execution._meta.db_table: Execution.objects.filter(pk__in=ids).count()}
+    )
     for model in _OWNED:
         owned[model._meta.db_table] = model.objects.filter(execution_id__in=ids).count()
     elsewhere = TriggerRun.objects.filter(event=OuterRef("pk"), execution__isnull=False).exclude(
