@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 
 SWEEPER_ENTRY = "workflow-sweeper"
 SWEEP_TASK = "executions.tasks.sweep"
+#: The daily purge of what outlived its retention (WORKFLOW_RETENTION_DAYS, a definition's
+#: retention_days): does nothing where neither is set.
+RETENTION_ENTRY = "workflow-retention"
+RETENTION_TASK = "executions.retention.tasks.purge_expired"
+RETENTION_EVERY = timedelta(days=1)
 
 
 def sweep_interval() -> int:
@@ -64,7 +69,19 @@ def engine_entries() -> dict[str, dict[str, Any]]:
             "start_time": None,
             "expires": None,
             "description": "The workflow engine's sweeper: restored by beat if changed.",
-        }
+        },
+        RETENTION_ENTRY: {
+            "task": RETENTION_TASK,
+            "schedule": RETENTION_EVERY,
+            # One missed by more than an hour waits for the next day's.
+            "options": {"expire_seconds": 3600, "queue": ORCHESTRATOR_QUEUE},
+            "enabled": True,
+            "one_off": False,
+            "start_time": None,
+            "expires": None,
+            "description": "The workflow engine's daily retention purge: restored by beat "
+            "if changed.",
+        },
     }
 
 

@@ -10,7 +10,9 @@ from uuid import UUID
 from executions.engine.events import Source
 from executions.models import Execution
 
-# Celery's autodiscovery imports an app's tasks module: the schedules' tasks come with it.
+# Celery's autodiscovery imports an app's tasks module: the daily purge's and the schedules'
+# tasks come with it.
+from executions.retention.tasks import purge_expired as purge_expired
 from executions.schedules.tasks import release_schedule as release_schedule
 from executions.schedules.tasks import run_schedule as run_schedule
 from executions.services.admission import admit as admit_key

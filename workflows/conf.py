@@ -145,6 +145,10 @@ SETTINGS: dict[str, Setting] = {
     # OutputTooLarge (an error is cut instead). Above WORKFLOW_HTTP_MAX_RESPONSE_BYTES, so
     # a response the HTTP node keeps still fits with its headers.
     "MAX_RECORDED_BYTES": Setting(2 * 1024 * 1024, _number(int, minimum=1)),
+    # Days an ended execution is kept before beat's daily purge deletes it with its rows
+    # (leaving a tombstone); None keeps everything. A definition's "retention_days" wins
+    # over it for the executions of that version.
+    "RETENTION_DAYS": Setting(None, _optional(_number(float, minimum=0.001))),
     # --- Nodes ---------------------------------------------------------------------------
     # Hosts HTTP nodes may call although they resolve to private or loopback addresses.
     "HTTP_ALLOWED_HOSTS": Setting([], _names),
@@ -190,6 +194,7 @@ class EngineSettings:
     MAX_IN_FLIGHT_PER_EXECUTION: int
     MAX_DEPTH: int
     MAX_RECORDED_BYTES: int
+    RETENTION_DAYS: float | None
     HTTP_ALLOWED_HOSTS: list[str]
     SECRETS: dict[str, str]
     OTEL_EXPORTER: str

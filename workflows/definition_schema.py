@@ -172,6 +172,12 @@ def _definition(bound: Limits) -> dict[str, Any]:
                 "limit": {"type": "integer", "minimum": 1},
             },
         },
+        "retention_days": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Days its ended executions are kept before the daily purge "
+            "deletes them (leaving a tombstone); absent: WORKFLOW_RETENTION_DAYS.",
+        },
         "secrets": {
             "type": "array",
             "description": "The only secrets this workflow may use as {{ secrets.NAME }}.",

@@ -93,6 +93,9 @@ class Definition:
     compensate_on_cancel: bool = False
     #: At most `limit` executions per rendered `key` run at once (workflows/dsl/concurrency.py).
     concurrency: ConcurrencySpec | None = None
+    #: Days its ended executions are kept before the daily purge (None: the
+    #: WORKFLOW_RETENTION_DAYS setting's).
+    retention_days: int | None = None
 
     @cached_property
     def by_id(self) -> Mapping[str, Node]:

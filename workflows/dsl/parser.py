@@ -30,6 +30,7 @@ TOP_FIELDS = (
     "secrets",
     "compensate_on_cancel",
     "concurrency",
+    "retention_days",
 )
 NODE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _NODE_EXAMPLE = '{"id": "a", "type": "function", "function": "std.echo"}'
@@ -111,12 +112,16 @@ def _definition(c: Collector, raw: object) -> Definition | None:
         )
         saga = False
     concurrency = parse_concurrency(c, top["concurrency"]) if "concurrency" in top else None
+    retention = None
+    if "retention_days" in top:
+        retention = c.integer(top["retention_days"], node=None, field="retention_days")
     return Definition(
         nodes=nodes,
         retry_policy=policy,
         output=top.get("output"),
         compensate_on_cancel=saga,
         concurrency=concurrency,
+        retention_days=retention,
     )
 
 

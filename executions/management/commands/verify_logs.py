@@ -9,6 +9,9 @@ problem and exits 1 if there is any. --rebuild rewrites projections, attempts an
 from the log of every checked execution whose chain and decisions verify (a tampered log
 is reported, never copied into fresh rows).
 
+Purged executions (purge_executions) are counted apart: their logs are gone from the
+database, and their tombstones keep what an archive is checked against.
+
 Executions are checked in id order, so a long run can be resumed: --after ID starts past
 that execution, and --checkpoint FILE records, after every batch, the last id checked and
 the counts and problems so far (an interrupted run given the same file goes on from there;
