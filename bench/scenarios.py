@@ -7,10 +7,11 @@ from collections.abc import Callable
 from bench.scenarios_broker import BrokerScenarios
 from bench.scenarios_engine import EngineScenarios
 from bench.scenarios_live import LiveScenarios
+from bench.scenarios_purge import PurgeScenarios
 from bench.scenarios_scale import ScaleScenarios
 
 
-class Bench(LiveScenarios, EngineScenarios, ScaleScenarios, BrokerScenarios):
+class Bench(LiveScenarios, EngineScenarios, ScaleScenarios, BrokerScenarios, PurgeScenarios):
     """Constructed as BenchBase (bench/base.py)."""
 
 

@@ -29,7 +29,7 @@ from executions.services.purge_batch import BatchOutcome, purge_batch
 from workflows import clock
 
 #: Executions per batch, unless told otherwise.
-BATCH_SIZE = 100
+BATCH_SIZE = 500
 #: Events per batch: a batch takes trees until it holds this many (at least one tree,
 #: however large: a tree goes whole).
 BATCH_EVENTS = 20_000

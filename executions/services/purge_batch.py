@@ -75,7 +75,8 @@ def purge_batch(
             _open_guard()
             rows = _locked([m for tree in trees for m in tree.members])
             kept = _still_purgeable(trees, rows, archived)
-            outcome.left = [tree for tree in trees if tree not in kept]
+            roots = {tree.root for tree in kept}
+            outcome.left = [tree for tree in trees if tree.root not in roots]
             ids = [member for tree in kept for member in tree.members]
             if ids:
                 Tombstone.objects.bulk_create([_tombstone(rows[pk], now) for pk in ids])

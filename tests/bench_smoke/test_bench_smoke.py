@@ -38,6 +38,8 @@ def expected_figures() -> set[str]:
         "map_ratio", "concurrent_engine_executions_per_s", "concurrent_raw_chains_per_s",
         "concurrent_ratio",
         "broker_messages_per_attempt", "broker_queue_at_end",
+        "purge_events_per_s", "purge_chain_hop_p99_before_ms", "purge_chain_hop_p99_during_ms",
+        "purge_p99_ratio",
     }  # fmt: skip
     names |= {f"map_{n}_items_ms_per_item" for n in v.map_sizes}
     for size in (*v.verify_sizes, *v.verify_once):
