@@ -264,8 +264,12 @@ class Execution:
             return why_execution(_row(self.id))
 
     def _act(self, service: Callable[..., Any], *, by: Any, **kwargs: Any) -> Execution:
-        with _translated():
-            service(execution_id=self.id, by=_username(by), **kwargs)
+        try:
+            with _translated():
+                service(execution_id=self.id, by=_username(by), **kwargs)
+        except UnknownExecution:
+            self.refresh()  # ExecutionPurged where it was purged since
+            raise
         return self.refresh()
 
     # --- the async twins ---------------------------------------------------------

@@ -79,6 +79,8 @@ def test_a_handle_taken_before_the_purge_raises_it_on_refresh() -> None:
     purge()
     with pytest.raises(engine.ExecutionPurged):
         handle.refresh()
+    with pytest.raises(engine.ExecutionPurged):
+        handle.cancel()
 
 
 def test_verify_logs_all_counts_purged_executions_apart_and_passes(purged: Execution) -> None:
