@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from django.utils import timezone
-
 from executions.retention.selection import Criteria
 from executions.services.purge import PurgeReport, executions_purge
+from workflows import clock
 from workflows.conf import engine_settings
 from workflows.models import WorkflowVersion
 
@@ -25,7 +24,7 @@ def own_retention() -> dict[int, int]:
 
 def retention_purge(*, now: datetime | None = None) -> list[PurgeReport]:
     """Purge what has outlived its retention; one report per purge run (none: keep all)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     own = own_retention()
     by_days: dict[int, set[int]] = defaultdict(set)
     for version_id, days in own.items():
