@@ -88,12 +88,21 @@ def diverted(sink: Sink) -> Iterator[None]:
 
 
 def send(name: str, args: tuple[Any, ...], *, queue: str | None = None, **options: Any) -> Any:
-    """Publish task `name` as its own apply_async would: to its queue, in JSON."""
+    """Publish task `name` as its own apply_async would: to its queue, in JSON, asking for
+    no result (send_task would otherwise have the publisher subscribe to each message's
+    result on a host's result backend, a subscription no engine task ever answers)."""
     if _sink is not None:
         return _sink(name, args, float(options.get("countdown") or 0.0))
     queue = queue or QUEUES[name]
-    serializer = TASK_OPTIONS["serializer"]
-    return current_app.send_task(name, args=args, queue=queue, serializer=serializer, **options)
+    serializer, ignore_result = TASK_OPTIONS["serializer"], TASK_OPTIONS["ignore_result"]
+    return current_app.send_task(
+        name,
+        args=args,
+        queue=queue,
+        serializer=serializer,
+        ignore_result=ignore_result,
+        **options,
+    )
 
 
 def broker_priority(priority: int) -> int:

@@ -5,7 +5,8 @@ would otherwise leave its messages unconsumed)."""
 from __future__ import annotations
 
 import pytest
-from celery import current_app
+from celery import Celery, current_app
+from celery._state import get_current_app
 
 import executions.tasks  # noqa: F401  (registers the engine's tasks, as autodiscovery does)
 from executions import messages
@@ -23,3 +24,22 @@ def test_each_name_published_is_a_task_on_its_queue(name: str, queue: str) -> No
 
 def test_the_node_task_goes_to_its_node_type_s_queue_by_default() -> None:
     assert messages.node_queue("function") == NODES_QUEUE
+
+
+def test_a_message_by_name_asks_for_no_result_as_its_task_s_apply_async_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Engine tasks ignore their results. Published by name without saying so, every
+    # message would make the publisher subscribe to its result (a host's Redis result
+    # backend: one pub/sub channel per message, never answered, never let go).
+    app = Celery("host", broker="memory://", backend="cache+memory://", set_as_current=False)
+    subscribed: list[str] = []
+    monkeypatch.setattr(app.backend, "on_task_call", lambda _, task_id: subscribed.append(task_id))
+    before = get_current_app()
+    app.set_current()
+    try:
+        sent = messages.send(messages.ADMIT, (1, "key"))
+    finally:
+        before.set_current()
+    assert sent.ignored is True
+    assert subscribed == []
