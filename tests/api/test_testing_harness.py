@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.test import TestCase
 
 from executions.models import Execution
+from executions.services import sweep as sweeper
 from nodes.errors import NodeError
 from nodes.registry import function_exists, standing_in
 from tests.api.test_workflows__sync import apps_on_disk
@@ -239,6 +240,29 @@ def test_a_map_runs_each_item() -> None:
     assert result.status == "succeeded", result.error
     assert result.output == [2, 4, 6, 8, 10]
     assert result.node("each[4]").output == 10
+    verified(result)
+
+
+def test_more_timers_due_at_once_than_one_sweep_fires_all_fire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A map's items start their delays in one unit, all due at the same time; the
+    # sweeper fires BATCH of them a tick (a map of 501 items and more, at its default).
+    monkeypatch.setattr(sweeper, "BATCH", 3)
+    definition = {
+        "nodes": [
+            {
+                "id": "each",
+                "type": "map",
+                "items": "input.orders",
+                "node": {"type": "delay", "seconds": 60},
+            }
+        ]
+    }
+    result = run(definition, {"orders": list(range(7))})
+    assert result.status == "succeeded", result.error
+    fired = [e for e in result.events if e["type"] == "timer_fired"]
+    assert len(fired) == 7
     verified(result)
 
 

@@ -120,7 +120,10 @@ class Driver:
                 clock.advance(due - clock.now())
                 last_due = due
             # What fell due, the sweeper does, as beat would have it do.
-            sweep()
+            report = sweep()
+            if report.timers_fired or report.timed_out:
+                # It takes a batch at a time: more may be due at that same time.
+                last_due = None
         raise Stuck(f"execution {self.root} did not settle within {MAX_STEPS} steps")
 
     def deliver(self, task: str, args: tuple[Any, ...]) -> None:
