@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nodes.errors import NodeCancelled
+from nodes.errors import NodeCancelled, NodeError
 
 if TYPE_CHECKING:
     from workflows.dsl import Node
@@ -55,6 +55,9 @@ class NodeContext:
     #: Stable across retries of the node: ``"<execution_id>:<node_id>"``. Use it to make
     #: side effects safe to repeat (HTTP nodes send it as ``Idempotency-Key``).
     idempotency_key: str = ""
+    #: True for a function registered with transactional=True: it runs inside the
+    #: transaction that records its result, and may not heartbeat (or ctx.sleep).
+    transactional: bool = False
     #: Renews the attempt's lease; returns False when the attempt was cancelled or the
     #: lease was lost. None: heartbeats are no-ops (tests, local runs).
     _heartbeat: Callable[[], bool] | None = field(default=None, repr=False)
@@ -83,6 +86,14 @@ class NodeContext:
 
     def heartbeat(self) -> None:
         """Renew the lease. Raises NodeCancelled if the attempt should stop."""
+        if self.transactional:
+            raise NodeError(
+                "ctx.heartbeat() (and ctx.sleep()) cannot be called from a transactional "
+                "function: its work must be short, bounded by "
+                "WORKFLOW_TRANSACTIONAL_TIMEOUT_SECONDS. Make long work a plain function.",
+                type="HeartbeatInTransaction",
+                retryable=False,
+            )
         if self._cancel_event.is_set():
             raise NodeCancelled()
         if self._heartbeat is not None and not self._heartbeat():

@@ -16,6 +16,9 @@ WorkflowFunction = Callable[[Any, Any], Any]
 F = TypeVar("F", bound=WorkflowFunction)
 
 _registry: dict[str, WorkflowFunction] = {}
+#: Names registered with transactional=True: run inside a transaction on the engine's
+#: database that also records their result (executions/worker/transactional.py).
+_transactional: set[str] = set()
 _lock = threading.Lock()
 
 
@@ -40,7 +43,7 @@ def _check(name: str, fn: WorkflowFunction) -> None:
         raise TypeError(f"workflow function {name!r} is not callable")
 
 
-def register(name: str, fn: WorkflowFunction) -> None:
+def register(name: str, fn: WorkflowFunction, *, transactional: bool = False) -> None:
     """Register ``fn`` under ``name``; re-registering the same function is a no-op."""
     _check(name, fn)
     with _lock:
@@ -51,12 +54,17 @@ def register(name: str, fn: WorkflowFunction) -> None:
                 f"{existing.__module__}.{existing.__qualname__}"
             )
         _registry[name] = fn
+        if transactional:
+            _transactional.add(name)
+        else:
+            _transactional.discard(name)
 
 
 def unregister(name: str) -> None:
     """Remove ``name`` from the registry, if present (for tests)."""
     with _lock:
         _registry.pop(name, None)
+        _transactional.discard(name)
 
 
 @contextmanager
@@ -82,12 +90,20 @@ def standing_in(functions: Mapping[str, WorkflowFunction]) -> Iterator[None]:
 @overload
 def workflow_function(name: F) -> F: ...
 @overload
-def workflow_function(name: str | None = None) -> Callable[[F], F]: ...
-def workflow_function(name: str | F | None = None) -> F | Callable[[F], F]:
+def workflow_function(
+    name: str | None = None, *, transactional: bool = False
+) -> Callable[[F], F]: ...
+def workflow_function(
+    name: str | F | None = None, *, transactional: bool = False
+) -> F | Callable[[F], F]:
     """Register the decorated ``fn(input, ctx)`` under ``name``.
 
     The default name is ``"<module>.<qualname>"``. Usable bare (``@workflow_function``)
     or called (``@workflow_function("billing.charge")``).
+
+    ``transactional=True``: the function runs inside one transaction on the engine's
+    database, which also records its result; its writes commit if and only if that
+    result is recorded. It must be short, make no remote calls, and cannot heartbeat.
     """
     if callable(name):
         fn = name
@@ -95,7 +111,8 @@ def workflow_function(name: str | F | None = None) -> F | Callable[[F], F]:
         return fn
 
     def decorator(fn: F) -> F:
-        register(name if name is not None else f"{fn.__module__}.{fn.__qualname__}", fn)
+        named = name if name is not None else f"{fn.__module__}.{fn.__qualname__}"
+        register(named, fn, transactional=transactional)
         return fn
 
     return decorator
@@ -107,6 +124,11 @@ def get_function(name: str) -> WorkflowFunction:
         return _registry[name]
     except KeyError:
         raise KeyError(f"unknown workflow function: {name!r}") from None
+
+
+def is_transactional(name: str) -> bool:
+    """Whether the function registered under ``name`` runs in the recording transaction."""
+    return name in _transactional
 
 
 def function_exists(name: str) -> bool:

@@ -20,3 +20,6 @@ WORKFLOW_FUNCTION_MODULES = [
     "tests.fault_functions",
     "tests.stuck_functions",
 ]
+
+# The tests' own app: a table the ledger functions write rows into (tests/ledger/).
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.ledger"]  # noqa: F405

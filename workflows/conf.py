@@ -161,6 +161,11 @@ SETTINGS: dict[str, Setting] = {
     "FAULT_INJECTION": Setting(False, _flag),
     # The most a delay_result_seconds fault may hold back one result.
     "FAULT_MAX_DELAY_SECONDS": Setting(60.0, _number(float, minimum=0)),
+    # The longest a transactional function's transaction may last (it holds row locks,
+    # and on SQLite the database's write lock, meanwhile). On PostgreSQL each statement
+    # and each idle gap inside it is cut off at this bound; past it the attempt fails
+    # (retryable) and its writes roll back.
+    "TRANSACTIONAL_TIMEOUT_SECONDS": Setting(10.0, _number(float, minimum=0.001)),
     # --- API -----------------------------------------------------------------------------
     # GET /metrics without a token, for a Prometheus that cannot send one.
     "METRICS_PUBLIC": Setting(False, _flag),
@@ -200,6 +205,7 @@ class EngineSettings:
     OTEL_EXPORTER: str
     FAULT_INJECTION: bool
     FAULT_MAX_DELAY_SECONDS: float
+    TRANSACTIONAL_TIMEOUT_SECONDS: float
     METRICS_PUBLIC: bool
     API_MAX_PAGE_SIZE: int
     API_MAX_LOG_PAGE_SIZE: int

@@ -25,6 +25,7 @@ from executions.definitions import definition_for
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Attempt, Event, Execution, Task
 from executions.services.why import why_execution
+from nodes.executors.function import transactional
 from workflows import clock
 from workflows.dsl import Definition
 from workflows.kinds import get_kind
@@ -68,6 +69,8 @@ class NodeView:
     attempt_rows: list[dict[str, Any]] = field(default_factory=list)
     #: Why it is not running (the operate lane's why service), when known.
     reasons: list[dict[str, Any]] = field(default_factory=list)
+    #: Its function runs in the transaction that records its result.
+    transactional: bool = False
 
     @property
     def items_total(self) -> int:
@@ -122,6 +125,7 @@ def node_views(
     for node in definition.nodes:
         view = views.setdefault(node.id, NodeView(node.id, node.type, TaskStatus.PENDING))
         view.box = boxes[node.id]
+        view.transactional = transactional(node)
     for map_id, status, count in item_counts(execution):
         if map_id in views:
             views[map_id].items[status] = count

@@ -73,6 +73,9 @@ class TaskCompleted(Payload):
     output: JSON = None
     #: A replay's reused result: the execution it was recorded in.
     reused_from: str | None = field(default=None, metadata=_OPTIONAL)
+    #: True: recorded in the transaction that committed the function's own database
+    #: writes (a transactional function); absent otherwise.
+    transactional: bool | None = field(default=None, metadata=_OPTIONAL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +83,8 @@ class TaskFailed(Payload):
     """task_failed, and task_timed_out (the same shape)."""
 
     error: ErrorRecord | None = field(default=None, metadata=_OPTIONAL_ERROR)
+    #: True: a transactional function's failure, recorded as its writes rolled back.
+    transactional: bool | None = field(default=None, metadata=_OPTIONAL)
 
 
 @dataclass(frozen=True, kw_only=True)

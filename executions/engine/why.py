@@ -50,6 +50,8 @@ class AttemptRow:
     #: False: held, not in the broker (its pool is full, or its execution has its cap of
     #: messages out: executions/kernel/capacity.py).
     published: bool = True
+    #: Its function runs in the transaction that records its result (transactional).
+    transactional: bool = False
 
 
 @dataclass(frozen=True)
@@ -349,12 +351,19 @@ def _running(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
         return
     row = scene.rows.attempts.get(node.id)
     worker = row.worker if row else ""
-    yield {
+    message = f"running on {worker or 'a worker'}"
+    transactional = row is not None and row.transactional
+    if transactional:
+        message += ", in one database transaction with its result: its writes commit only with it"
+    reason: Reason = {
         "code": "running",
-        "message": f"running on {worker or 'a worker'}",
+        "message": message,
         "worker": worker or None,
         "lease_expires_at": _iso(row.lease_expires_at if row else None),
     }
+    if transactional:
+        reason["transactional"] = True
+    yield reason
 
 
 def _retrying(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:

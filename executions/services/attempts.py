@@ -266,6 +266,35 @@ def attempt_fail(
     )[0]
 
 
+def attempt_record_in_transaction(
+    *,
+    claimed: Claimed,
+    worker_id: str,
+    output: Any = None,
+    error: dict[str, Any] | None = None,
+    claim_next: bool = False,
+) -> tuple[bool, Claimed | None]:
+    """A transactional function's result (its `error` if it failed), recorded inside the
+    caller's transaction, which holds the function's writes: (recorded, the attempt claimed
+    next). Not recorded: the caller rolls back, writes and all. Its data says
+    `"transactional": true`."""
+    assert transaction.get_connection().in_atomic_block, "the function's transaction"
+    if error is None:
+        status, event_type, data = AttemptStatus.SUCCEEDED, EventType.TASK_COMPLETED, "output"
+    else:
+        status, event_type, data = AttemptStatus.FAILED, EventType.TASK_FAILED, "error"
+    return _finish(
+        claimed.attempt_id,
+        worker_id,
+        status,
+        event_type,
+        {data: output if error is None else error, "transactional": True},
+        Source.WORKER,
+        claim_next_for=worker_id if claim_next else None,
+        known=claimed,
+    )
+
+
 def attempt_stalled(*, attempt_id: int, worker_id: str, seconds: float) -> bool:
     """The worker's verdict on its own attempt whose function made no progress (called
     ctx.heartbeat()) for heartbeat_timeout_seconds, though its process is alive."""
@@ -438,8 +467,10 @@ def _finish(
     written = mine.update(status=status, finished_at=clock.now(), result=data, unlogged=True)
     if written:
         # Written, then looked: the holder looks after it lets go, so one of the two sees
-        # it, whichever order their steps interleave in.
-        after_commit(str(row["execution_id"]))
+        # it, whichever order their steps interleave in. Inside a caller's transaction (a
+        # transactional function's), the look waits for its commit.
+        execution_id = str(row["execution_id"])
+        transaction.on_commit(lambda: after_commit(execution_id))
     return bool(written), None
 
 

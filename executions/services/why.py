@@ -15,6 +15,7 @@ from executions.kernel.log import state_now
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.services import admission
 from executions.services.control import UnknownNode
+from nodes.executors.function import transactional
 from workflows.models import Pool
 
 
@@ -55,6 +56,7 @@ def _rows(execution: Execution) -> explain.Rows:
         )
     )
     pools = {str(row["pool_id"]) for row in rows if row["pool_id"] and row["published_at"] is None}
+    definition = definition_for(execution.version_id)
     attempts = {
         row["node_id"]: explain.AttemptRow(
             attempt=row["attempt"],
@@ -63,6 +65,7 @@ def _rows(execution: Execution) -> explain.Rows:
             worker=row["worker_id"],
             lease_expires_at=row["lease_expires_at"],
             published=row["published_at"] is not None,
+            transactional=transactional(definition.node_for(row["node_id"])),
         )
         for row in rows
     }

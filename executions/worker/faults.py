@@ -17,9 +17,19 @@ def crashed_after_effect(claimed: Claimed, lost: threading.Event, worker: str) -
     """Delay the result if a delay_result fault says so (the lease is still renewed; a lost
     lease ends the wait), then, under crash_after_effect, drop the attempt: True means
     record nothing."""
+    delay_result(claimed, lost)
+    return crash_after_effect(claimed, worker)
+
+
+def delay_result(claimed: Claimed, lost: threading.Event) -> None:
     delay = claimed.faults.get(DELAY_RESULT)
     if delay is not None:
         lost.wait(float(delay.get("seconds") or 0))
+
+
+def crash_after_effect(claimed: Claimed, worker: str) -> bool:
+    """Under crash_after_effect, let go of the attempt as a crash would: True means record
+    nothing. Called outside any transaction of the attempt's (its hand-back must stick)."""
     if CRASH_AFTER_EFFECT not in claimed.faults:
         return False
     log.warning(

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection
@@ -30,10 +31,12 @@ from executions.services.children import child_start
 from executions.services.containment import attempt_boundary
 from executions.worker.faults import crashed_after_effect
 from executions.worker.lease import Keeper, Lease, lease_keeper
+from executions.worker.transactional import TransactionLost, run_in_transaction
 from executions.worker.watchdog import Watchdog, attempt_scope
 from nodes import tracing
 from nodes.context import Claimed, NodeContext
 from nodes.errors import NodeCancelled, NodeError
+from nodes.executors.function import transactional
 from nodes.tasks import execute
 from workflows import logs
 from workflows.celery import NODES_QUEUE, engine_task
@@ -134,9 +137,10 @@ def _run_claimed(
 ) -> Claimed | None:
     attempt_id = claimed.attempt_id
     kind = get_kind(claimed.node.type)
+    in_transaction = transactional(claimed.node)
     progress = claimed.node.heartbeat_timeout_seconds
-    if kind is None or not kind.heartbeats_progress:
-        progress = None
+    if kind is None or not kind.heartbeats_progress or in_transaction:
+        progress = None  # a transactional function cannot heartbeat: its bound is the timeout
     lease = keeper.register(
         Lease(
             claimed,
@@ -152,6 +156,7 @@ def _run_claimed(
         node_id=claimed.node.id,
         attempt=claimed.attempt,
         idempotency_key=f"{claimed.execution_id}:{claimed.node.id}",
+        transactional=in_transaction,
         _heartbeat=lease.beat,
         _is_cancelled=lease.lost.is_set,
     )
@@ -161,6 +166,9 @@ def _run_claimed(
         finally:
             keeper.unregister(lease)
         return None
+    if in_transaction:
+        release = partial(keeper.unregister, lease)
+        return _run_in_transaction(claimed, ctx, worker, lease, release, claim_next=claim_next)
     began = time.monotonic()
     try:
         output = execute(claimed, ctx)
@@ -200,6 +208,31 @@ def _run_claimed(
         output=output,
         claimed=claimed,
     )
+
+
+def _run_in_transaction(
+    claimed: Claimed,
+    ctx: NodeContext,
+    worker: str,
+    lease: Lease,
+    release: Callable[[], None],
+    *,
+    claim_next: bool,
+) -> Claimed | None:
+    """A transactional function: its writes and its result in one transaction
+    (executions/worker/transactional.py)."""
+    try:
+        return run_in_transaction(
+            claimed, ctx, worker, lost=lease.lost, release=release, claim_next=claim_next
+        )
+    except NodeCancelled:
+        log.info("attempt stopped: cancelled or timed out; its writes were rolled back")
+    except TransactionLost as lost:
+        tracing.attempt_failed(lost.error)
+        log.info("attempt failed: %s", lost.error["message"])
+        record(attempt_fail, attempt_id=claimed.attempt_id, worker_id=worker,
+               error=lost.error, claimed=claimed)  # fmt: skip
+    return None
 
 
 def record(finish: Callable[..., T], **kwargs: Any) -> T:

@@ -8,9 +8,19 @@ from typing import Any
 
 from nodes.context import NodeContext
 from nodes.errors import NodeCancelled, NodeError
-from nodes.registry import get_function
+from nodes.registry import get_function, is_transactional
+from workflows.dsl import Node
+from workflows.kinds.base import spec_of
+from workflows.kinds.function import FunctionSpec
 
 TRACEBACK_LINES = 20
+
+
+def transactional(node: Node) -> bool:
+    """Whether the node calls a function registered with transactional=True."""
+    if node.type != "function":
+        return False
+    return is_transactional(spec_of(node, FunctionSpec).function or "")
 
 
 def run_function(name: str, input: Any, ctx: NodeContext) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 from nodes.context import NodeContext
 from nodes.registry import workflow_function
+from tests.runlog import append_line
 
 #: Every run of a node body appends one line here, so the checks can count real runs.
 RUN_LOG_ENV = "WORKFLOW_CHAOS_RUN_LOG"
@@ -17,13 +18,7 @@ def record_run(execution_id: str, node_id: str, attempt: int) -> None:
     path = os.environ.get(RUN_LOG_ENV)
     if not path:
         return
-    line = f"{execution_id} {node_id} {attempt} {os.getpid()}\n".encode()
-    # One short O_APPEND write: lines from concurrent processes never interleave.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append_line(path, f"{execution_id} {node_id} {attempt} {os.getpid()}")
 
 
 @workflow_function("chaos.work")
