@@ -90,6 +90,24 @@ class Submitter(threading.Thread):
             connection.close()
 
 
+def api_client():
+    """An API client of the user "chaos", who may write workflows and start executions."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    user, created = get_user_model().objects.get_or_create(username="chaos")
+    if created:
+        user.set_password("chaos-pw")
+        user.save()
+    # Writes workflows and starts executions: the shipped roles that may (workflows.roles).
+    user.groups.set(Group.objects.filter(name__in=["author", "operator"]))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
 class Campaign:
     def __init__(
         self,
@@ -105,23 +123,10 @@ class Campaign:
         #: Restart Redis and PostgreSQL once each (off only while working on the runner).
         self.restarts = True
 
-    def _client(self):
-        from django.contrib.auth import get_user_model
-        from django.contrib.auth.models import Group
-        from rest_framework.authtoken.models import Token
-        from rest_framework.test import APIClient
-
-        user = get_user_model().objects.create_user(username="chaos", password="chaos-pw")
-        # Writes the DAG and starts executions: the shipped roles that may (workflows.roles).
-        user.groups.set(Group.objects.filter(name__in=["author", "operator"]))
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-        return client
-
     def run(self, report: dict[str, Any]) -> bool:
         server = CountingServer()
         server.start()
-        client = self._client()
+        client = api_client()
         pool = client.post("/pools", {"name": POOL, "slots": POOL_SLOTS}, format="json")
         assert pool.status_code == 201, pool.content
         created = client.post(

@@ -1,11 +1,15 @@
-"""The chaos run: `python -m tests.chaos.run small|full [--executions N] [--seed S]`.
+"""The chaos run: `python -m tests.chaos.run small|full [--executions N] [--seed S]
+[--scenario all|dag|exactly]`.
 
 On PostgreSQL + Redis: a fresh database (`workflow_chaos`, migrated), a dedicated Redis
-database, 3 workers and 1 beat. N executions of a 10-node DAG are started over the REST API
-while a chaos loop kill -9s a random worker every few seconds (and starts a replacement),
-restarts Redis once and PostgreSQL once. Then every promise is checked (tests/chaos/checks.py),
-the figures printed and written to tests/chaos/results/<variant>-<timestamp>.json.
-Exit status 0 only if every check holds.
+database, 3 workers and 1 beat. Scenario `dag`: N executions of a 10-node DAG are started
+over the REST API while a chaos loop kill -9s a random worker every few seconds (and starts
+a replacement), restarts Redis once and PostgreSQL once. Scenario `exactly`
+(tests/chaos/exactly.py): executions of a transactional step and its plain twin, each
+writing one row, under worker kills only; its report counts the rows per execution of
+each. Then every promise is checked (tests/chaos/checks.py), the figures printed and
+written to tests/chaos/results/<variant>-<timestamp>.json. Exit status 0 only if every
+check holds.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import signal
 import subprocess
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -103,7 +107,8 @@ def prepare(database: str, broker: str, run_dir: Path) -> dict[str, str]:
         # Messages lost with a killed worker or a restarted Redis are republished soon.
         "WORKFLOW_REPUBLISH_AFTER_SECONDS": "5",
         "WORKFLOW_SWEEP_INTERVAL": "1",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
+        # The standalone project's, with the test-only ledger app (tests/ledger/).
+        "DJANGO_SETTINGS_MODULE": "tests.chaos.settings",
     }
     migrate = [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"]
     subprocess.run(migrate, cwd=ROOT, env=env, check=True, timeout=300)
@@ -134,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--keep-logs", action="store_true", help="keep logs even on success")
     parser.add_argument(
+        "--scenario",
+        choices=["all", "dag", "exactly"],
+        default="all",
+        help="run only one scenario (each on the run's database, one after the other)",
+    )
+    parser.add_argument(
         "--no-restarts",
         action="store_true",
         help="kill workers only, never restart Redis/PostgreSQL (a run that proves less: "
@@ -156,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         return 2
     database, broker = chaos_urls()
-    say(f"{args.variant}: {variant.executions} executions, seed {seed}")
+    say(f"{args.variant}, scenario {args.scenario}: {variant.executions} DAG executions, seed {seed}")
     say(f"database {database}, broker {broker}, logs {run_dir}")
 
     def terminate(*_):
@@ -168,12 +179,23 @@ def main(argv: list[str] | None = None) -> int:
     cluster = None
     try:
         env = prepare(database, broker, run_dir)
-        from tests.chaos.campaign import Campaign
+        from tests.chaos.campaign import Campaign, api_client
+        from tests.chaos.exactly import SCENARIOS, ExactlyOnce
 
-        cluster = Cluster(env=env, log_dir=run_dir / "logs")
-        campaign = Campaign(cluster, variant, random.Random(seed), database, broker, run_dir)
-        campaign.restarts = not args.no_restarts
-        ok = campaign.run(report)
+        ok = True
+        if args.scenario in ("all", "dag"):
+            cluster = Cluster(env=env, log_dir=run_dir / "logs")
+            campaign = Campaign(cluster, variant, random.Random(seed), database, broker, run_dir)
+            campaign.restarts = not args.no_restarts
+            ok = campaign.run(report)
+            cluster.stop()
+        if args.scenario in ("all", "exactly"):
+            scenario = SCENARIOS[args.variant]
+            if args.executions:
+                scenario = replace(scenario, executions=args.executions)
+            cluster = Cluster(env=env, log_dir=run_dir / "logs" / "exactly")
+            exactly = ExactlyOnce(cluster, scenario, random.Random(seed), run_dir)
+            ok = exactly.run(api_client(), report.setdefault("exactly", {})) and ok
     except Exception:
         report.setdefault("errors", []).append(traceback.format_exc())
         say(f"the run broke:\n{traceback.format_exc()}")
@@ -194,10 +216,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_summary(report: dict) -> None:
-    figures = report.get("figures", {})
-    chaos = report.get("chaos", {})
     print()
     print(f"chaos {report['variant']}: {'PASSED' if report['passed'] else 'FAILED'}")
+    checks = list(report.get("checks", {}).items())
+    if "chaos" in report:
+        print_dag(report)
+    exactly = report.get("exactly")
+    if exactly:
+        from tests.chaos.exactly import print_summary as print_exactly
+
+        print_exactly(exactly)
+        checks += [(f"exactly-once: {k}", v) for k, v in exactly.get("checks", {}).items()]
+    for name, problems in checks:
+        mark = "ok  " if not problems["count"] else "FAIL"
+        print(f"  [{mark}] {name}" + (f": {problems['count']}" if problems["count"] else ""))
+        for line in problems["examples"]:
+            print(f"         {line}")
+    failed = sum(1 for _, problems in checks if problems["count"])
+    # The plain closing line CI tooling reads: one check = one test.
+    print(f"chaos: {len(checks) - failed} passed, {failed} failed")
+
+
+def print_dag(report: dict) -> None:
+    figures = report.get("figures", {})
+    chaos = report.get("chaos", {})
     rows = [
         ("executions", report.get("executions")),
         ("succeeded", figures.get("succeeded")),
@@ -221,15 +263,6 @@ def print_summary(report: dict) -> None:
     ]
     for label, value in rows:
         print(f"  {label:<28} {value}")
-    for name, problems in report.get("checks", {}).items():
-        mark = "ok  " if not problems["count"] else "FAIL"
-        print(f"  [{mark}] {name}" + (f": {problems['count']}" if problems["count"] else ""))
-        for line in problems["examples"]:
-            print(f"         {line}")
-    checks = report.get("checks", {}).values()
-    failed = sum(1 for problems in checks if problems["count"])
-    # The plain closing line CI tooling reads: one check = one test.
-    print(f"chaos: {len(checks) - failed} passed, {failed} failed")
 
 
 if __name__ == "__main__":
