@@ -68,6 +68,19 @@ def test_the_page_draws_one_element_per_node_with_its_status() -> None:
     assert 'data-action="' not in html
 
 
+def test_a_transactional_step_is_marked_as_such() -> None:
+    steps = {
+        "nodes": [
+            {"id": "reserve", "type": "function", "function": "ledger.insert"},
+            {"id": "notify", "type": "function", "function": "ledger.insert_plain"},
+        ]
+    }
+    html = client_for("viewer", "viewer").get(page_of(start(steps))).content.decode()
+    rows = dict(re.findall(r'<tr data-node-id="([^"]+)"(.*?)</tr>', html, flags=re.S))
+    assert "data-transactional" in rows["reserve"]
+    assert "data-transactional" not in rows["notify"]
+
+
 def test_actions_need_their_permission_page_and_post_alike() -> None:
     execution = start(APPROVAL)
     viewer = client_for("viewer", "viewer")

@@ -144,3 +144,29 @@ def test_a_held_pool_node_is_pool_full_and_a_held_capped_one_is_queued_held() ->
     # Published (in the broker, not yet claimed): both are simply queued.
     sent = {k: AttemptRow(attempt=1, status="scheduled") for k in held}
     assert codes(run, Rows(attempts=sent)) == {"a": ["queued"], "b": ["queued"]}
+
+
+def test_a_running_transactional_step_says_its_writes_commit_with_its_result() -> None:
+    from executions.engine.why import AttemptRow
+
+    run = Run(POOLED, seed=1)
+    run.start({})
+    run.append(EventType.TASK_STARTED, "a", 1, {"worker": "w1"})
+    run.append(EventType.TASK_STARTED, "b", 1, {"worker": "w2"})
+    rows = Rows(
+        attempts={
+            "a": AttemptRow(attempt=1, status="running", worker="w1", transactional=True),
+            "b": AttemptRow(attempt=1, status="running", worker="w2"),
+        }
+    )
+    entries = {e["node_id"]: e["reasons"] for e in why(POOLED, run.state, rows)}
+    (transactional,) = entries["a"]
+    assert transactional["code"] == "running"
+    assert transactional["transactional"] is True
+    assert transactional["message"] == (
+        "running on w1, in one database transaction with its result: its writes commit only with it"
+    )
+    # A plain step's reason is as it always was: no such key.
+    assert entries["b"] == [
+        {"code": "running", "message": "running on w2", "worker": "w2", "lease_expires_at": None}
+    ]

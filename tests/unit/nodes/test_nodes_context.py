@@ -63,3 +63,14 @@ def test_node_error_as_dict():
         "message": "plain",
         "retryable": True,
     }
+
+
+@pytest.mark.parametrize("call", ["heartbeat", "sleep"])
+def test_a_transactional_function_cannot_heartbeat(call):
+    beats = []
+    ctx = NodeContext("e", "n", 1, transactional=True, _heartbeat=lambda: beats.append(1) or True)
+    with pytest.raises(NodeError) as raised:
+        ctx.heartbeat() if call == "heartbeat" else ctx.sleep(0.01)
+    assert (raised.value.type, raised.value.retryable) == ("HeartbeatInTransaction", False)
+    assert "WORKFLOW_TRANSACTIONAL_TIMEOUT_SECONDS" in raised.value.message
+    assert beats == []  # the lease was not renewed from inside the transaction

@@ -10,6 +10,7 @@ from nodes.registry import (
     function_exists,
     function_names,
     get_function,
+    is_transactional,
     register,
     unregister,
     workflow_function,
@@ -123,3 +124,21 @@ def test_importing_nodes_does_not_import_django():
         "assert not [m for m in sys.modules if m.startswith('django')], 'django imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_transactional_is_remembered_per_name(cleanup):
+    cleanup.extend(["tests.tx", "tests.plain"])
+
+    @workflow_function("tests.tx", transactional=True)
+    def tx(input, ctx):
+        return None
+
+    @workflow_function("tests.plain")
+    def plain(input, ctx):
+        return None
+
+    assert (is_transactional("tests.tx"), is_transactional("tests.plain")) == (True, False)
+    assert get_function("tests.tx") is tx
+    unregister("tests.tx")
+    assert not is_transactional("tests.tx")
+    assert not is_transactional("std.echo")
