@@ -67,8 +67,13 @@ def test_node_error_as_dict():
 
 @pytest.mark.parametrize("call", ["heartbeat", "sleep"])
 def test_a_transactional_function_cannot_heartbeat(call):
-    beats = []
-    ctx = NodeContext("e", "n", 1, transactional=True, _heartbeat=lambda: beats.append(1) or True)
+    beats: list[int] = []
+
+    def beat() -> bool:
+        beats.append(1)
+        return True
+
+    ctx = NodeContext("e", "n", 1, transactional=True, _heartbeat=beat)
     with pytest.raises(NodeError) as raised:
         ctx.heartbeat() if call == "heartbeat" else ctx.sleep(0.01)
     assert (raised.value.type, raised.value.retryable) == ("HeartbeatInTransaction", False)
