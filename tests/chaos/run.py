@@ -167,9 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         return 2
     database, broker = chaos_urls()
-    say(
-        f"{args.variant}, scenario {args.scenario}: {variant.executions} DAG executions, seed {seed}"
-    )
+    say(f"{args.variant} ({args.scenario}): {variant.executions} DAG executions, seed {seed}")
     say(f"database {database}, broker {broker}, logs {run_dir}")
 
     def terminate(*_):
