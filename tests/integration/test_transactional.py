@@ -11,6 +11,8 @@ filesystem broker; the kills only on PostgreSQL.
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -222,6 +224,38 @@ def test_killed_mid_transaction_again_and_again_one_row_and_one_result(
     assert results(done) == [*timed_out, ("task_completed", kills + 1)]
     assert events(done, "task_completed")[0].data["transactional"] is True
     assert_exact_history(done)
+
+
+@needs_kills
+def test_a_frozen_worker_that_wakes_after_its_lease_timed_out_commits_nothing(
+    live: Engine, tmp_path: Path
+) -> None:
+    """The late result for real: the process running attempt 1 is stopped (SIGSTOP) right
+    after its write, its lease lapses, the sweeper times it out and a live process runs
+    attempt 2; woken up (SIGCONT), the first process finishes and records: refused, and its
+    row is rolled back with it."""
+    mark = tmp_path / "marks"
+    node = {**step(seconds=1, mark=str(mark)), "heartbeat_timeout_seconds": 2}
+    execution = start(one_step(node, max_attempts=2))
+    wait_for_mark(mark, execution, 1)
+    first = Attempt.objects.get(execution=execution, node_id="n", attempt=1)
+    pid = int(first.worker_id.split(":")[1])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        done = live.wait(execution.pk, timeout=60)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert done.status == "succeeded", (done.error, timeline(done))
+    assert results(done) == [("task_timed_out", 1), ("task_completed", 2)]
+
+    def refused() -> list[dict[str, Any]]:
+        said = live.records(done.pk)
+        return [r for r in said if r["message"].startswith("attempt's writes rolled back")]
+
+    (record,) = eventually(refused, 30, "the woken attempt never tried to record")
+    assert record["attempt"] == 1
+    assert "its result was refused" in record["message"]
+    assert rows(done) == [2]
 
 
 @needs_kills
