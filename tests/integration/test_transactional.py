@@ -26,6 +26,7 @@ from django.utils import timezone
 from executions.engine.events import RESULT_TYPES
 from executions.models import Attempt, AttemptStatus, Event, Execution
 from executions.services.attempts import attempt_claim
+from executions.services.control import execution_cancel
 from executions.services.why import why_node
 from executions.worker.runtime import run_claimed, worker_id
 from nodes.context import Claimed
@@ -136,6 +137,18 @@ def test_a_late_result_after_its_lease_timed_out_leaves_no_row(live: Engine) -> 
     assert rows(done) == [2]
     assert results(done) == [("task_timed_out", 1), ("task_completed", 2)]
     assert_exact_history(done)
+
+
+def test_a_step_of_an_execution_cancelled_while_it_ran_leaves_no_row(live: Engine) -> None:
+    with unpublished():
+        execution = start(one_step(step(seconds=0)))
+    claimed, worker = claim(execution)
+    execution_cancel(execution_id=execution.pk, by="test")
+    assert run_claimed(claimed, worker, claim_next=False) is None
+    done = live.wait(execution.pk)
+    assert done.status == "cancelled", timeline(done)
+    assert rows(done) == []
+    assert results(done) == [("task_cancelled", 1)]
 
 
 def test_a_transaction_past_its_timeout_fails_and_leaves_no_row(live: Engine) -> None:
