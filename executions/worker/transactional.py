@@ -88,14 +88,14 @@ def run_in_transaction(
                 # lock: a renewal would only wait for it.
                 release()
             output, error = _call(claimed, ctx, seconds)
-            release()
             if claimed.faults:
-                delay_result(claimed, lost)
-                # Its hand-back is made once the transaction has rolled back (inside it,
-                # the rollback would undo it).
+                delay_result(claimed, lost)  # the lease renewed meanwhile, as for any
+                # The hand-back of a crash is made once the transaction has rolled back
+                # (inside it, the rollback would undo it).
                 crashed = CRASH_AFTER_EFFECT in claimed.faults
                 if crashed:
                     raise _Undone("a crash was injected after its effect")
+            release()
             if lost.is_set():
                 raise _Undone("its lease was lost (cancelled or timed out)")
             recorded, nxt = attempt_record_in_transaction(

@@ -38,13 +38,13 @@ CHARGE = {
 }
 
 
-def crashing_first(probability: float) -> int:
+def crashing_first(probability: float, node_id: str = "charge") -> int:
     """A seed under which the first attempt crashes and the second does not."""
     return next(
         seed
         for seed in range(10_000)
-        if draw(seed, CRASH_AFTER_EFFECT, "charge", 1) < probability
-        and draw(seed, CRASH_AFTER_EFFECT, "charge", 2) >= probability
+        if draw(seed, CRASH_AFTER_EFFECT, node_id, 1) < probability
+        and draw(seed, CRASH_AFTER_EFFECT, node_id, 2) >= probability
     )
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import signal
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
@@ -32,6 +34,7 @@ from executions.worker.runtime import run_claimed, worker_id
 from nodes.context import Claimed
 from tests.factories import events, start, timeline
 from tests.integration.engine import Engine
+from tests.integration.test_faults_example import crashing_first, faulty_server
 from tests.integration.test_reliability import assert_exact_history, unpublished
 from tests.ledger.models import Entry
 from tests.waiting import eventually
@@ -137,6 +140,32 @@ def test_a_late_result_after_its_lease_timed_out_leaves_no_row(live: Engine) -> 
     assert rows(done) == [2]
     assert results(done) == [("task_timed_out", 1), ("task_completed", 2)]
     assert_exact_history(done)
+
+
+def test_injected_faults_leave_one_row_and_the_log_verifies(
+    live: Engine, settings, tmp_path: Path
+) -> None:
+    """Every message delivered twice, attempt 1 crashing after its effect (its write), every
+    result late: one row, the retry's, and `verify_logs` passes on the log."""
+    mark = tmp_path / "marks"
+    with faulty_server(live, settings) as api:
+        name = f"tx-faults-{uuid.uuid4().hex[:8]}"
+        definition = one_step(step(seconds=0, mark=str(mark)), max_attempts=3)
+        api.post("/workflows", {"name": name, "definition": definition}, format="json")
+        faults = {
+            "duplicate_delivery": 1.0,
+            "crash_after_effect": 0.5,
+            "delay_result_seconds": 0.3,
+            "seed": crashing_first(0.5, node_id="n"),
+        }
+        started = api.post("/executions", {"workflow": name, "faults": faults}, format="json")
+        assert started.status_code == 201, started.content
+        done = live.wait(started.json()["id"], timeout=60)
+    assert done.status == "succeeded", (done.error, timeline(done))
+    assert mark.read_text().splitlines() == [f"{done.pk} n 1", f"{done.pk} n 2"]
+    assert rows(done) == [2]
+    assert results(done) == [("task_timed_out", 1), ("task_completed", 2)]
+    call_command("verify_logs", str(done.pk))
 
 
 def test_a_step_of_an_execution_cancelled_while_it_ran_leaves_no_row(live: Engine) -> None:
