@@ -12,9 +12,8 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executions.models import Event, Execution
 from tests.chaos.campaign import Submitter
@@ -24,6 +23,9 @@ from tests.chaos.common import db, say
 from tests.chaos.monkey import Monkey
 from tests.ledger.models import Entry
 
+if TYPE_CHECKING:
+    from tests.chaos.run import Variant
+
 WORKFLOW = "chaos-exactly"
 #: The transactional step and its plain twin.
 TX, PLAIN = "tx", "plain"
@@ -32,20 +34,6 @@ STEP_SECONDS = 1.0
 #: A killed attempt is timed out this soon after its worker dies.
 HEARTBEAT_SECONDS = 3
 RETRY_POLICY = {"max_attempts": 20, "initial_interval_seconds": 0.3, "max_interval_seconds": 2}
-
-
-@dataclass(frozen=True)
-class Scenario:
-    executions: int
-    in_flight: int
-    kill_every: tuple[float, float]
-    timeout: float
-
-
-SCENARIOS = {
-    "small": Scenario(executions=40, in_flight=12, kill_every=(2.0, 4.0), timeout=600),
-    "full": Scenario(executions=300, in_flight=16, kill_every=(3.0, 6.0), timeout=3600),
-}
 
 
 def definition(marks: Path) -> dict[str, Any]:
@@ -65,7 +53,7 @@ def definition(marks: Path) -> dict[str, Any]:
 
 
 class ExactlyOnce:
-    def __init__(self, cluster: Cluster, scenario: Scenario, rng: random.Random, run_dir: Path):
+    def __init__(self, cluster: Cluster, scenario: Variant, rng: random.Random, run_dir: Path):
         self.cluster, self.scenario, self.rng = cluster, scenario, rng
         self.marks = run_dir / "steps.log"
 
