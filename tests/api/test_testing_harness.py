@@ -19,6 +19,7 @@ from executions.services import sweep as sweeper
 from nodes.errors import NodeError
 from nodes.registry import function_exists, standing_in
 from tests.api.test_workflows__sync import apps_on_disk
+from tests.ledger.models import Entry
 from tests.servers import Request, http_server
 from workflows import clock
 from workflows.models import WorkflowDefinition
@@ -409,3 +410,29 @@ class HarnessInTestCase(TestCase):
         assert result.status == "running"
         assert result.approve("review").status == "succeeded"
         verified(result)
+
+
+def test_a_transactional_function_runs_in_its_own_savepoint_of_the_tests_transaction() -> None:
+    """In the test's transaction: the step that fails has its row rolled back with it, the
+    one that succeeds keeps it, and both results say they were transactional."""
+    definition = {
+        "nodes": [
+            one("kept", "ledger.insert", input={"seconds": 0}),
+            one("undone", "ledger.insert", input={"seconds": 0, "fail": True}),
+        ],
+        "retry_policy": {"max_attempts": 2, "initial_interval_seconds": 1},
+    }
+    result = verified(run(definition))
+    assert result.status == "failed"
+    rows = Entry.objects.filter(execution_id=str(result.id))
+    assert sorted(rows.values_list("node_id", "attempt")) == [("kept", 1)]
+    results = [
+        (e["node_id"], e["type"], e["data"]["transactional"])
+        for e in result.events
+        if e["type"] in ("task_completed", "task_failed")
+    ]
+    assert sorted(results) == [
+        ("kept", "task_completed", True),
+        ("undone", "task_failed", True),
+        ("undone", "task_failed", True),
+    ]
