@@ -153,11 +153,12 @@ def bounded(seconds: float) -> Iterator[None]:
         names = ["statement_timeout", "idle_in_transaction_session_timeout"]
         if getattr(connection, "pg_version", 0) >= 170000:
             names.append("transaction_timeout")
-        with connection.cursor() as cursor:
-            # set_config(..., true) is SET LOCAL: it ends with the transaction.
-            calls = ", ".join("set_config(%s, %s, true)" for _ in names)
-            cursor.execute(f"SELECT {calls}", [v for name in names for v in (name, ms)])
+        before = _set_local(names, [ms] * len(names))
         yield
+        # Back as they were for the recording, and for an enclosing transaction (a test's,
+        # under workflows.testing). A function that raised is rolled back to the savepoint
+        # taken before these were set, which undoes them.
+        _set_local(names, before)
     elif connection.vendor == "sqlite":
         raw = connection.connection
         deadline = time.monotonic() + seconds
@@ -169,6 +170,19 @@ def bounded(seconds: float) -> Iterator[None]:
             raw.set_progress_handler(None, 0)
     else:
         yield
+
+
+def _set_local(names: list[str], values: list[str]) -> list[str]:
+    """SET LOCAL each setting (set_config(..., true): until the transaction ends) and
+    return what each was."""
+    reads = ", ".join("current_setting(%s)" for _ in names)
+    sets = ", ".join("set_config(%s, %s, true)" for _ in names)
+    params = [*names, *(v for pair in zip(names, values, strict=True) for v in pair)]
+    with connection.cursor() as cursor:
+        # The target list is evaluated left to right: each read comes before any set.
+        cursor.execute(f"SELECT {reads}, {sets}", params)
+        row = cursor.fetchone()
+    return [str(value) for value in row[: len(names)]]
 
 
 def _timeout(what: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import TestCase
 
 from executions.models import Execution
@@ -436,3 +437,22 @@ def test_a_transactional_function_runs_in_its_own_savepoint_of_the_tests_transac
         ("undone", "task_failed", True),
         ("undone", "task_failed", True),
     ]
+
+
+def timeouts() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('statement_timeout'), "
+            "current_setting('idle_in_transaction_session_timeout')"
+        )
+        return list(cursor.fetchone())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's settings")
+def test_a_transactional_function_is_bounded_and_leaves_no_bound_behind(settings) -> None:
+    settings.WORKFLOW_TRANSACTIONAL_TIMEOUT_SECONDS = 2.5
+    before = timeouts()
+    probe = {"ledger.insert": lambda input, ctx: timeouts()}  # stands in, transactional still
+    result = run({"nodes": [one("probe", "ledger.insert")]}, functions=probe)
+    assert result.node("probe").output == ["2500ms", "2500ms"]
+    assert timeouts() == before
