@@ -163,8 +163,8 @@ SETTINGS: dict[str, Setting] = {
     "FAULT_MAX_DELAY_SECONDS": Setting(60.0, _number(float, minimum=0)),
     # The longest a transactional function's transaction may last (it holds row locks,
     # and on SQLite the database's write lock, meanwhile). On PostgreSQL each statement
-    # and each idle gap inside it is cut off at this bound; past it the attempt fails
-    # (retryable) and its writes roll back.
+    # and each idle gap of the function is cut off at this bound; past it the attempt
+    # fails (retryable) and its writes roll back.
     "TRANSACTIONAL_TIMEOUT_SECONDS": Setting(10.0, _number(float, minimum=0.001)),
     # --- API -----------------------------------------------------------------------------
     # GET /metrics without a token, for a Prometheus that cannot send one.

@@ -14,9 +14,10 @@ the retry starts from a database without the writes. The sweeper's timeout and t
 UPDATE the same attempt row: whichever commits first wins and the other is refused, so a
 result that comes after its lease was given up never commits its writes.
 
-Bounds. On PostgreSQL each statement and each idle gap inside the transaction is cut off at
-the timeout (`statement_timeout`, `idle_in_transaction_session_timeout`, and from version
-17 `transaction_timeout`), which ends the attempt retryable with its writes rolled back. On
+Bounds. On PostgreSQL each statement and each idle gap while the function runs is cut off
+at the timeout (`statement_timeout`, `idle_in_transaction_session_timeout`, and from
+version 17 `transaction_timeout`), which ends the attempt retryable with its writes rolled
+back. On
 SQLite the transaction holds the database's write lock from BEGIN (IMMEDIATE) to its end,
 so every other writer waits meanwhile: a statement still running at the timeout is
 interrupted. On both, a function that returns past the timeout fails (retryable) with its
