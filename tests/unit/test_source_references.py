@@ -1,6 +1,7 @@
 """The shipped code, the standalone project, the tests, the benchmarks and the scripts say
 what they mean: no comment, docstring or string points at a section of a planning document
-or at an issue number ("CONTRACT §6", "issue 8"), which a reader of the code (or of
+or at an issue number (a planning document's name with a section sign, or the word
+"issue" with a number), which a reader of the code (or of
 /schema, where view docstrings are published) does not have."""
 
 from __future__ import annotations
@@ -45,5 +46,10 @@ def test_the_scan_reaches_the_tests_bench_and_scripts_but_not_itself() -> None:
 
 
 def test_the_check_sees_each_form() -> None:
-    text = '"""Pools (CONTRACT §6)."""\n# see issue 11 item 5\nx = 1  # Issue #3\nissues = 2\n'
+    # Built from parts, so that this file holds no reference of its own.
+    document, issue = "CONTRACT", "issue"
+    text = (
+        f'"""Pools ({document} \u00a76)."""\n# see {issue} 11 item 5\n'
+        f"x = 1  # {issue.title()} #3\nissues = 2\n"
+    )
     assert [number for number, _ in references(text)] == [1, 2, 3]
