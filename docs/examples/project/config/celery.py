@@ -1,0 +1,9 @@
+# config/celery.py: your Celery app, made the standard way; the engine needs nothing more.
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+app = Celery("config")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
