@@ -1,7 +1,7 @@
 """An attempt's run_task message, as it reaches the real broker: named
 `wf:<workflow>/<node>#<attempt>` (Celery's shadow name, what Flower shows), and sent to its
-node type's own queue when WORKFLOW_NODE_QUEUES names one (README: Scaling workers per
-node type), by the start and by the sweeper's republish alike."""
+node type's own queue when WORKFLOW_NODE_QUEUES names one (docs/how-to/scale-workers.md),
+by the start and by the sweeper's republish alike."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The admin's CSS and the API docs as an operator gets them from the README's own process
+"""The admin's CSS and the API docs as an operator gets them from the docs' own process
 commands: `runserver` and gunicorn, DEBUG off, a real SECRET_KEY, no internet.
 
 Each server is a real process on the embedded defaults (a fresh SQLite, migrated first).

@@ -187,7 +187,7 @@ def one_process(live: Engine) -> Iterator[None]:
 
 @pytest.mark.skipif(
     not settings.CELERY_BROKER_URL.startswith("redis"),
-    reason="the embedded file broker has no message priorities (README: Priority)",
+    reason="the embedded file broker has no message priorities (docs/how-to/flow-control.md)",
 )
 def test_a_priority_9_execution_runs_before_the_low_priority_work_queued_ahead(
     live: Engine,
@@ -221,7 +221,7 @@ def test_a_priority_9_execution_runs_before_the_low_priority_work_queued_ahead(
 
 @pytest.mark.skipif(
     not settings.CELERY_BROKER_URL.startswith("redis"),
-    reason="the embedded file broker has no message priorities (README: Priority)",
+    reason="the embedded file broker has no message priorities (docs/how-to/flow-control.md)",
 )
 def test_a_priority_9_start_is_not_kept_waiting_by_a_low_priority_map_chained_eagerly(
     live: Engine,

@@ -1,5 +1,5 @@
-"""Testing a workflow function's idempotency with fault injection: the example the README
-shows, written as a user of the engine would write it for their own function.
+"""Testing a workflow function's idempotency with fault injection: the example the testing
+page points to, written as a user of the engine would write it for their own function.
 
 The server under test runs with WORKFLOW_FAULT_INJECTION=1. The execution asks for every
 attempt's message to be delivered twice, for some attempts to crash after their effect

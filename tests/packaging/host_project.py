@@ -4,7 +4,7 @@
 `config`, the name the engine's own standalone project has too), `startapp shop`, then
 only what the engine asks of a host: its apps in INSTALLED_APPS, one URL line, and a
 Celery app made as Celery's Django guide makes it. The shop app brings its functions
-(workflow_functions.py) and its workflows (workflows/<name>.json) the README's way.
+(workflow_functions.py) and its workflows (workflows/<name>.json) the docs' way.
 No WORKFLOW_* setting and no engine-specific CELERY_* setting anywhere: the engine must
 run on its defaults.
 
@@ -19,7 +19,8 @@ import re
 import textwrap
 from pathlib import Path
 
-#: The apps the README has a host add, in its order, then the host's own.
+#: The apps the docs have a host add (docs/examples/project/settings.py), in its order,
+#: then the host's own.
 ENGINE_APPS = (
     "rest_framework",
     "rest_framework.authtoken",

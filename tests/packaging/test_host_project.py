@@ -1,7 +1,7 @@
 """The engine inside a Django team's own project, from the built wheel.
 
 A fresh project (`django-admin startproject config`: the colliding name on purpose) in a
-fresh virtualenv outside the repository adds the engine as the README tells a host:
+fresh virtualenv outside the repository adds the engine as the docs tell a host:
 its apps, one URL line, a standard Celery app, its own PostgreSQL database and Redis
 broker, and no engine setting. Its own gunicorn, worker and beat, started the standard
 way, then run what a host does: a view starts a workflow inside its transaction, Python

@@ -1,7 +1,7 @@
 """A host project tests its workflows in its own pytest-django suite: tests/host/'s app
 keeps a definition file (shop/workflows/order-follow-up.json, with an approval and a
-day's delay) and its suite (tests/host/suite/, the README's example test among it) runs
-it with workflows.testing, in a pytest of its own on the host's settings."""
+day's delay) and its suite (tests/host/suite/, the testing page's example test among it)
+runs it with workflows.testing, in a pytest of its own on the host's settings."""
 
 from __future__ import annotations
 
@@ -14,33 +14,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HOST = ROOT / "tests" / "host"
 SUITE = HOST / "suite"
+#: The page that teaches testing a workflow, with the host's test and definition file.
+PAGE = ROOT / "docs" / "how-to" / "testing-workflows.md"
 
 
-def readme_block(language: str, first_line: str) -> str:
-    """The README's fenced block of `language` whose first line is `first_line` (that
-    line left out)."""
-    readme = (ROOT / "README.md").read_text()
-    for block in re.findall(rf"```{language}\n(.*?)```", readme, re.DOTALL):
-        head, _, rest = block.partition("\n")
-        if head.strip() == first_line:
-            return rest
-    raise AssertionError(f"README has no {language} block starting {first_line!r}")
+def shown(block: str) -> str:
+    """What the reader sees of a fenced block: a snippet include (`--8<-- "path"`) is
+    the included file, as the site renders it."""
+    included = re.fullmatch(r'--8<-- "([^"]+)"\n', block)
+    return (ROOT / included.group(1)).read_text() if included else block
 
 
-def test_the_readme_s_example_test_is_the_host_s_test() -> None:
-    example = readme_block("python", "# shop/tests/test_order_follow_up.py")
+def page_block(language: str, after: str) -> str:
+    """The page's fenced block of `language` that follows the line `after`."""
+    page = PAGE.read_text()
+    found = re.search(rf"{re.escape(after)}\n\n```{language}\n(.*?)```", page, re.DOTALL)
+    assert found, f"{PAGE.name} shows no {language} block after {after!r}"
+    return shown(found.group(1))
+
+
+def test_the_page_s_example_test_is_the_host_s_test() -> None:
+    example = page_block("python", "A test in the shop's own pytest-django suite:")
     assert example == (SUITE / "test_order_follow_up.py").read_text()
 
 
-def test_the_readme_s_workflow_is_the_host_s_definition_file() -> None:
-    readme = (ROOT / "README.md").read_text()
-    found = re.search(
-        r"`shop/workflows/order-follow-up.json`:\n\n```json\n(.*?)```", readme, re.DOTALL
-    )
-    assert found, "README shows no shop/workflows/order-follow-up.json"
-    shown = found.group(1)
+def test_the_page_s_workflow_is_the_host_s_definition_file() -> None:
+    shown_definition = page_block("json", "`shop/workflows/order-follow-up.json`:")
     kept = (HOST / "shop" / "workflows" / "order-follow-up.json").read_text()
-    assert json.loads(shown) == json.loads(kept)
+    assert json.loads(shown_definition) == json.loads(kept)
 
 
 def test_the_host_s_own_suite_runs_its_workflows_with_the_harness() -> None:
