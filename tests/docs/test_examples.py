@@ -318,10 +318,9 @@ def test_the_harness_example_passes(example_functions) -> None:
     test.test_an_order_is_reserved_then_charged(db=None)  # the database is open already
 
 
-def test_the_testing_page_s_example_is_the_host_project_s_own() -> None:
-    """The host project's suite runs it (tests/unit/test_host__testing.py)."""
-    shown = EXAMPLES / "testing" / "test_order_follow_up.py"
-    assert shown.read_text() == (ROOT / "tests/host/suite/test_order_follow_up.py").read_text()
+def test_the_testing_page_s_workflow_is_the_host_project_s_own() -> None:
+    """The page shows the host project's test itself (tests/host/suite/, which the host's
+    own suite runs: tests/unit/test_host__testing.py), beside this copy of its workflow."""
     kept = ROOT / "tests/host/shop/workflows/order-follow-up.json"
     assert definition("order-follow-up") == json.loads(kept.read_text())
 

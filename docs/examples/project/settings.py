@@ -1,4 +1,4 @@
-# settings.py of your project: the engine's apps next to your own, and Celery's broker.
+# settings.py: the engine's apps next to your own, and the broker.
 from workflows.celery import as_django_settings, recommended_settings
 
 INSTALLED_APPS = [
