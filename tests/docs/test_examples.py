@@ -486,3 +486,27 @@ def test_no_page_cites_a_planning_document_or_an_issue() -> None:
         for number, line in references(text)
     ]
     assert not found, found
+
+
+#: Pages other parts of the site provide (the generated reference, the flow features, the
+#: performance report): named as agreed, they are linked before they land here.
+PROVIDED_ELSEWHERE = {
+    *(
+        f"docs/reference/{name}.md"
+        for name in ("dsl", "settings", "commands", "rest-api", "python-api", "events-statuses")
+    ),
+    "docs/how-to/timeouts-tags-trigger-rules.md",
+    "docs/how-to/parking-cancel-signal-with-start.md",
+    "docs/how-to/rate-limits-and-schedules.md",
+    "docs/contributing/performance.md",
+}
+
+
+def test_every_link_of_the_readme_leads_somewhere() -> None:
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links into the site"
+    missing = [
+        link for link in local if not (ROOT / link).exists() and link not in PROVIDED_ELSEWHERE
+    ]
+    assert not missing, missing
