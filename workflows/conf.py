@@ -42,6 +42,8 @@ class Setting:
     default: Any
     #: The setting's value as the engine uses it; TypeError or ValueError when it is wrong.
     clean: Callable[[Any], Any]
+    #: What it means, for the reader of docs/reference/settings.md (generated from here).
+    description: str
 
 
 def _number(kind: type[int] | type[float], minimum: float | None = None) -> Callable[[Any], Any]:
@@ -113,74 +115,143 @@ def _path(value: Any) -> Path:
 
 SETTINGS: dict[str, Setting] = {
     # --- Functions, queues, processes ---------------------------------------------------
-    # Modules imported at start-up for their @workflow_function decorators, besides
-    # nodes.std and every installed app's `workflow_functions` module.
-    "FUNCTION_MODULES": Setting([], _names),
-    # Node types with a queue of their own, {type: queue} or "type:queue,...": e.g.
-    # {"http": "http"} runs HTTP nodes on workers started with `-Q http`. The other types
-    # go to the `nodes` queue. Attempts then always travel through their queue: a worker
-    # does not run the execution's next attempt itself (eager dispatch) when this is set.
-    "NODE_QUEUES": Setting({}, _node_queues),
-    # Where the engine keeps its files (beat's heartbeat, the demo's logs).
-    "VAR_DIR": Setting(Path(tempfile.gettempdir()) / "workflow-engine", _path),
-    # Seconds between two sweeps (lease timeouts, timers, lost messages, admission).
-    "SWEEP_INTERVAL": Setting(1.0, _number(float, minimum=0.001)),
-    # /healthz and /metrics call the sweeper stale when its last completed sweep is older
-    # (None: ten sweep intervals, at least 30 s).
-    "SWEEPER_STALE_SECONDS": Setting(None, _optional(_number(float, minimum=0))),
-    # Seconds a claimed attempt may go without a lease renewal when its node sets none.
-    "DEFAULT_LEASE_SECONDS": Setting(30.0, _number(float, minimum=0.001)),
-    # A scheduled attempt nobody claimed for this long had its message lost: republish.
-    "REPUBLISH_AFTER_SECONDS": Setting(15.0, _number(float, minimum=0)),
-    # Unclaimed run_task messages one execution may have in the broker at once; attempts
-    # scheduled beyond it are held in the database and published as claims take the ones
-    # out (a finishing worker runs a held one itself, with no message). 64: more than the
-    # worker processes a queue usually has, so no idle worker waits for a top-up, while a
-    # 10,000-item map keeps at most 64 messages ahead of other executions' in the queue.
-    "MAX_IN_FLIGHT_PER_EXECUTION": Setting(64, _number(int, minimum=1)),
-    # Sub-workflows nest at most this deep (a top-level execution is depth 0); a
-    # `workflow` node that would start a child past it fails with MaxDepthExceeded.
-    "MAX_DEPTH": Setting(16, _number(int, minimum=0)),
-    # Compact JSON bytes of one recorded output or error; past it the node fails with
-    # OutputTooLarge (an error is cut instead). Above WORKFLOW_HTTP_MAX_RESPONSE_BYTES, so
-    # a response the HTTP node keeps still fits with its headers.
-    "MAX_RECORDED_BYTES": Setting(2 * 1024 * 1024, _number(int, minimum=1)),
-    # Days an ended execution is kept before beat's daily purge deletes it with its rows
-    # (leaving a tombstone); None keeps everything. A definition's "retention_days" wins
-    # over it for the executions of that version.
-    "RETENTION_DAYS": Setting(None, _optional(_number(float, minimum=0.001))),
+    "FUNCTION_MODULES": Setting(
+        [],
+        _names,
+        "Modules imported at start-up for their @workflow_function decorators, besides "
+        "nodes.std and every installed app's `workflow_functions` module.",
+    ),
+    "NODE_QUEUES": Setting(
+        {},
+        _node_queues,
+        'Node types with a queue of their own, {type: queue} or "type:queue,...": e.g. '
+        '{"http": "http"} runs HTTP nodes on workers started with `-Q http`. The other '
+        "types go to the `nodes` queue. Attempts then always travel through their queue: "
+        "a worker does not run the execution's next attempt itself (eager dispatch) when "
+        "this is set.",
+    ),
+    "VAR_DIR": Setting(
+        Path(tempfile.gettempdir()) / "workflow-engine",
+        _path,
+        "Where the engine keeps its files (beat's heartbeat, the demo's logs).",
+    ),
+    "SWEEP_INTERVAL": Setting(
+        1.0,
+        _number(float, minimum=0.001),
+        "Seconds between two sweeps (lease timeouts, timers, lost messages, admission).",
+    ),
+    "SWEEPER_STALE_SECONDS": Setting(
+        None,
+        _optional(_number(float, minimum=0)),
+        "/healthz and /metrics call the sweeper stale when its last completed sweep is "
+        "older (None: ten sweep intervals, at least 30 s).",
+    ),
+    "DEFAULT_LEASE_SECONDS": Setting(
+        30.0,
+        _number(float, minimum=0.001),
+        "Seconds a claimed attempt may go without a lease renewal when its node sets none.",
+    ),
+    "REPUBLISH_AFTER_SECONDS": Setting(
+        15.0,
+        _number(float, minimum=0),
+        "A scheduled attempt nobody claimed for this long had its message lost: republish.",
+    ),
+    "MAX_IN_FLIGHT_PER_EXECUTION": Setting(
+        64,
+        _number(int, minimum=1),
+        "Unclaimed run_task messages one execution may have in the broker at once; "
+        "attempts scheduled beyond it are held in the database and published as claims "
+        "take the ones out (a finishing worker runs a held one itself, with no message). "
+        "64: more than the worker processes a queue usually has, so no idle worker waits "
+        "for a top-up, while a 10,000-item map keeps at most 64 messages ahead of other "
+        "executions' in the queue.",
+    ),
+    "MAX_DEPTH": Setting(
+        16,
+        _number(int, minimum=0),
+        "Sub-workflows nest at most this deep (a top-level execution is depth 0); a "
+        "`workflow` node that would start a child past it fails with MaxDepthExceeded.",
+    ),
+    "MAX_RECORDED_BYTES": Setting(
+        2 * 1024 * 1024,
+        _number(int, minimum=1),
+        "Compact JSON bytes of one recorded output or error; past it the node fails with "
+        "OutputTooLarge (an error is cut instead). Above "
+        "WORKFLOW_HTTP_MAX_RESPONSE_BYTES, so a response the HTTP node keeps still fits "
+        "with its headers.",
+    ),
+    "RETENTION_DAYS": Setting(
+        None,
+        _optional(_number(float, minimum=0.001)),
+        "Days an ended execution is kept before beat's daily purge deletes it with its "
+        "rows (leaving a tombstone); None keeps everything. A definition's "
+        '"retention_days" wins over it for the executions of that version.',
+    ),
     # --- Nodes ---------------------------------------------------------------------------
-    # Hosts HTTP nodes may call although they resolve to private or loopback addresses.
-    "HTTP_ALLOWED_HOSTS": Setting([], _names),
-    # {{ secrets.NAME }}: {NAME: value}, read at execution time and never recorded.
-    "SECRETS": Setting({}, _strings),
-    # "otlp" or "console": the workers export spans there ("": to the process's provider).
-    "OTEL_EXPORTER": Setting("", _choice("", *OTEL_EXPORTERS)),
-    # POST /executions accepts "faults" only where this is on: for testing functions'
-    # idempotency, never in production.
-    "FAULT_INJECTION": Setting(False, _flag),
-    # The most a delay_result_seconds fault may hold back one result.
-    "FAULT_MAX_DELAY_SECONDS": Setting(60.0, _number(float, minimum=0)),
-    # The longest a transactional function's transaction may last (it holds row locks,
-    # and on SQLite the database's write lock, meanwhile). On PostgreSQL each statement
-    # and each idle gap of the function is cut off at this bound; past it the attempt
-    # fails (retryable) and its writes roll back.
-    "TRANSACTIONAL_TIMEOUT_SECONDS": Setting(10.0, _number(float, minimum=0.001)),
+    "HTTP_ALLOWED_HOSTS": Setting(
+        [],
+        _names,
+        "Hosts HTTP nodes may call although they resolve to private or loopback addresses.",
+    ),
+    "SECRETS": Setting(
+        {},
+        _strings,
+        "{{ secrets.NAME }}: {NAME: value}, read at execution time and never recorded.",
+    ),
+    "OTEL_EXPORTER": Setting(
+        "",
+        _choice("", *OTEL_EXPORTERS),
+        '"otlp" or "console": the workers export spans there ("": to the process\'s provider).',
+    ),
+    "FAULT_INJECTION": Setting(
+        False,
+        _flag,
+        'POST /executions accepts "faults" only where this is on: for testing functions\' '
+        "idempotency, never in production.",
+    ),
+    "FAULT_MAX_DELAY_SECONDS": Setting(
+        60.0,
+        _number(float, minimum=0),
+        "The most a delay_result_seconds fault may hold back one result.",
+    ),
+    "TRANSACTIONAL_TIMEOUT_SECONDS": Setting(
+        10.0,
+        _number(float, minimum=0.001),
+        "The longest a transactional function's transaction may last (it holds row locks, "
+        "and on SQLite the database's write lock, meanwhile). On PostgreSQL each "
+        "statement and each idle gap of the function is cut off at this bound; past it "
+        "the attempt fails (retryable) and its writes roll back.",
+    ),
     # --- API -----------------------------------------------------------------------------
-    # GET /metrics without a token, for a Prometheus that cannot send one.
-    "METRICS_PUBLIC": Setting(False, _flag),
-    # Largest ?limit= on /workflows, /executions, /schedules and a workflow's versions.
-    "API_MAX_PAGE_SIZE": Setting(500, _number(int, minimum=1)),
-    # Largest ?limit= on an execution's tasks and events.
-    "API_MAX_LOG_PAGE_SIZE": Setting(5000, _number(int, minimum=1)),
-    # How many of a node's latest attempts and events GET .../tasks/{node_id} includes.
-    "API_TASK_DETAIL_ITEMS": Setting(100, _number(int, minimum=1)),
-    # Most executions one POST /executions/bulk/cancel|retry may act on.
-    "BULK_MAX_EXECUTIONS": Setting(1000, _number(int, minimum=1)),
+    "METRICS_PUBLIC": Setting(
+        False,
+        _flag,
+        "GET /metrics without a token, for a Prometheus that cannot send one.",
+    ),
+    "API_MAX_PAGE_SIZE": Setting(
+        500,
+        _number(int, minimum=1),
+        "Largest ?limit= on /workflows, /executions, /schedules and a workflow's versions.",
+    ),
+    "API_MAX_LOG_PAGE_SIZE": Setting(
+        5000,
+        _number(int, minimum=1),
+        "Largest ?limit= on an execution's tasks and events.",
+    ),
+    "API_TASK_DETAIL_ITEMS": Setting(
+        100,
+        _number(int, minimum=1),
+        "How many of a node's latest attempts and events GET .../tasks/{node_id} includes.",
+    ),
+    "BULK_MAX_EXECUTIONS": Setting(
+        1000,
+        _number(int, minimum=1),
+        "Most executions one POST /executions/bulk/cancel|retry may act on.",
+    ),
     # --- Bounds on work (workflows/dsl/limits.py holds each default and what it bounds) ---
     **{
-        name.removeprefix(PREFIX): Setting(default, _number(type(default)))
-        for name, (default, _field) in bounds.documented().items()
+        name.removeprefix(PREFIX): Setting(default, _number(type(default)), description)
+        for name, (default, description) in bounds.documented().items()
     },
 }
 

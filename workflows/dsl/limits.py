@@ -17,54 +17,127 @@ from typing import Any
 _DAY = 24 * 3600
 
 
-def _limit(default: float, setting: str, unit: str = "") -> Any:
-    return field(default=default, metadata={"setting": setting, "unit": unit})
+def _limit(default: float, setting: str, unit: str, description: str) -> Any:
+    return field(
+        default=default,
+        metadata={"setting": setting, "unit": unit, "description": description},
+    )
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Each field's metadata names the setting (environment variable) that sets it."""
+    """Each field's metadata names the setting (environment variable) that sets it, and
+    says what it bounds (docs/reference/settings.md is generated from it)."""
 
-    #: Characters in one `{{ expr }}` or bare expression (when, items).
-    max_expression_length: int = _limit(2048, "WORKFLOW_MAX_EXPRESSION_LENGTH", " characters")
-    #: Work units of one evaluation: one per AST visit plus the size of what it builds.
-    max_expression_work: int = _limit(250_000, "WORKFLOW_MAX_EXPRESSION_WORK", " work units")
-    #: Work units of all the expressions one decide call evaluates (e.g. every first node
-    #: inside POST /executions).
-    max_step_work: int = _limit(1_000_000, "WORKFLOW_MAX_STEP_WORK", " work units")
-    #: Characters of expression text the compiled-expression cache holds (memory bound).
-    expression_cache_chars: int = _limit(262_144, "WORKFLOW_EXPRESSION_CACHE_CHARS")
-    #: Bytes (compact JSON) of any value a template renders: a node's input, map items.
-    max_rendered_bytes: int = _limit(1024 * 1024, "WORKFLOW_MAX_RENDERED_BYTES", " bytes")
-    #: A delay node's `seconds`, or how far ahead its `until` may be.
-    max_delay_seconds: float = _limit(3660.0 * _DAY, "WORKFLOW_MAX_DELAY_SECONDS", " s")
-    map_max_items: int = _limit(10_000, "WORKFLOW_MAP_MAX_ITEMS", " items")
-    #: A map's max_parallel when it gives none, and the most it may give.
-    map_default_max_parallel: int = _limit(32, "WORKFLOW_MAP_DEFAULT_MAX_PARALLEL")
-    map_max_parallel: int = _limit(1000, "WORKFLOW_MAP_MAX_PARALLEL")
-    max_attempts: int = _limit(100, "WORKFLOW_MAX_ATTEMPTS", " attempts")
-    min_retry_interval_seconds: float = _limit(0.1, "WORKFLOW_MIN_RETRY_INTERVAL_SECONDS", " s")
-    #: timeout_seconds of any node (approvals and sub-workflows may wait long).
-    max_timeout_seconds: float = _limit(30.0 * _DAY, "WORKFLOW_MAX_TIMEOUT_SECONDS", " s")
+    max_expression_length: int = _limit(
+        2048,
+        "WORKFLOW_MAX_EXPRESSION_LENGTH",
+        " characters",
+        "Characters in one `{{ expr }}` or bare expression (when, items).",
+    )
+    max_expression_work: int = _limit(
+        250_000,
+        "WORKFLOW_MAX_EXPRESSION_WORK",
+        " work units",
+        "Work units of one evaluation: one per AST visit plus the size of what it builds.",
+    )
+    max_step_work: int = _limit(
+        1_000_000,
+        "WORKFLOW_MAX_STEP_WORK",
+        " work units",
+        "Work units of all the expressions one decide call evaluates (e.g. every first "
+        "node inside POST /executions).",
+    )
+    expression_cache_chars: int = _limit(
+        262_144,
+        "WORKFLOW_EXPRESSION_CACHE_CHARS",
+        "",
+        "Characters of expression text the compiled-expression cache holds (memory bound).",
+    )
+    max_rendered_bytes: int = _limit(
+        1024 * 1024,
+        "WORKFLOW_MAX_RENDERED_BYTES",
+        " bytes",
+        "Bytes (compact JSON) of any value a template renders: a node's input, map items.",
+    )
+    max_delay_seconds: float = _limit(
+        3660.0 * _DAY,
+        "WORKFLOW_MAX_DELAY_SECONDS",
+        " s",
+        "A delay node's `seconds`, or how far ahead its `until` may be.",
+    )
+    map_max_items: int = _limit(
+        10_000, "WORKFLOW_MAP_MAX_ITEMS", " items", "Items one map node may fan out to."
+    )
+    map_default_max_parallel: int = _limit(
+        32,
+        "WORKFLOW_MAP_DEFAULT_MAX_PARALLEL",
+        "",
+        "A map's max_parallel when it gives none.",
+    )
+    map_max_parallel: int = _limit(
+        1000, "WORKFLOW_MAP_MAX_PARALLEL", "", "The largest max_parallel a map may give."
+    )
+    max_attempts: int = _limit(
+        100,
+        "WORKFLOW_MAX_ATTEMPTS",
+        " attempts",
+        "The largest max_attempts a retry policy may give.",
+    )
+    min_retry_interval_seconds: float = _limit(
+        0.1,
+        "WORKFLOW_MIN_RETRY_INTERVAL_SECONDS",
+        " s",
+        "The smallest initial_interval_seconds a retry policy may give.",
+    )
+    max_timeout_seconds: float = _limit(
+        30.0 * _DAY,
+        "WORKFLOW_MAX_TIMEOUT_SECONDS",
+        " s",
+        "timeout_seconds of any node (approvals and sub-workflows may wait long).",
+    )
     max_heartbeat_timeout_seconds: float = _limit(
-        float(_DAY), "WORKFLOW_MAX_HEARTBEAT_TIMEOUT_SECONDS", " s"
+        float(_DAY),
+        "WORKFLOW_MAX_HEARTBEAT_TIMEOUT_SECONDS",
+        " s",
+        "heartbeat_timeout_seconds of any node.",
     )
-    max_definition_bytes: int = _limit(512 * 1024, "WORKFLOW_MAX_DEFINITION_BYTES", " bytes")
-    max_nodes: int = _limit(1000, "WORKFLOW_MAX_NODES", " nodes")
-    #: std.sleep's `seconds`.
-    max_sleep_seconds: float = _limit(3600.0, "WORKFLOW_MAX_SLEEP_SECONDS", " s")
-    #: An HTTP node's total time (connect, send, headers and body) when it sets no
-    #: timeout_seconds.
+    max_definition_bytes: int = _limit(
+        512 * 1024,
+        "WORKFLOW_MAX_DEFINITION_BYTES",
+        " bytes",
+        "Bytes (compact JSON) of one definition.",
+    )
+    max_nodes: int = _limit(1000, "WORKFLOW_MAX_NODES", " nodes", "Nodes in one definition.")
+    max_sleep_seconds: float = _limit(
+        3600.0, "WORKFLOW_MAX_SLEEP_SECONDS", " s", "std.sleep's `seconds`."
+    )
     http_default_timeout_seconds: float = _limit(
-        30.0, "WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS", " s"
+        30.0,
+        "WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS",
+        " s",
+        "An HTTP node's total time (connect, send, headers and body) when it sets no "
+        "timeout_seconds.",
     )
-    #: Bytes of an HTTP response body kept in the log; the rest is cut, marked truncated.
-    http_max_response_bytes: int = _limit(1024 * 1024, "WORKFLOW_HTTP_MAX_RESPONSE_BYTES", " bytes")
-    #: A server's Retry-After is clamped into [0, this].
-    max_retry_after_seconds: float = _limit(float(_DAY), "WORKFLOW_MAX_RETRY_AFTER_SECONDS", " s")
-    #: Wall time of one attempt on a worker (timeout_seconds when smaller); past it the
-    #: worker process is replaced and its slot reclaimed.
-    attempt_hard_limit_seconds: float = _limit(3600.0, "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS", " s")
+    http_max_response_bytes: int = _limit(
+        1024 * 1024,
+        "WORKFLOW_HTTP_MAX_RESPONSE_BYTES",
+        " bytes",
+        "Bytes of an HTTP response body kept in the log; the rest is cut, marked truncated.",
+    )
+    max_retry_after_seconds: float = _limit(
+        float(_DAY),
+        "WORKFLOW_MAX_RETRY_AFTER_SECONDS",
+        " s",
+        "A server's Retry-After is clamped into [0, this].",
+    )
+    attempt_hard_limit_seconds: float = _limit(
+        3600.0,
+        "WORKFLOW_ATTEMPT_HARD_LIMIT_SECONDS",
+        " s",
+        "Wall time of one attempt on a worker (timeout_seconds when smaller); past it the "
+        "worker process is replaced and its slot reclaimed.",
+    )
 
 
 _current = Limits()
@@ -206,7 +279,10 @@ def overridden(**values: float) -> Iterator[Limits]:
 
 def documented() -> Mapping[str, tuple[Any, str]]:
     """setting name -> (default, description) for every bound; for docs and the report."""
-    return {spec.metadata["setting"]: (spec.default, spec.name) for spec in _FIELDS.values()}
+    return {
+        spec.metadata["setting"]: (spec.default, spec.metadata["description"])
+        for spec in _FIELDS.values()
+    }
 
 
 _FIELDS = {spec.name: spec for spec in dataclasses.fields(Limits)}

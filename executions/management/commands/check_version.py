@@ -24,8 +24,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("workflow", help="the workflow's name or id")
-        parser.add_argument("version", type=int)
-        parser.add_argument("--last", type=int, default=20, help="how many executions (20)")
+        parser.add_argument("version", type=int, help="the version (its number) to replay them on")
+        parser.add_argument("--last", type=int, default=20, help="how many executions")
         parser.add_argument("--json", default=None, help="also write the reports here")
 
     def handle(self, *args, **options) -> None:
