@@ -70,9 +70,26 @@ def idempotency_header(description: str) -> OpenApiParameter:
 ENGINE_DOCUMENT: ContextVar[bool] = ContextVar("engine_document", default=False)
 
 
+#: The module of the bases every engine view shares: their docstrings describe the base.
+_BASES_MODULE = "workflows.rest.views"
+
+
 class AutoSchema(SpectacularAutoSchema):
     def is_excluded(self) -> bool:
         return not ENGINE_DOCUMENT.get() or super().is_excluded()
+
+    # drf-spectacular's get_description takes no path and method (DRF's stubs' does).
+    def get_description(self) -> str:  # type: ignore[override]
+        """The view's or its action's own docstring. drf-spectacular falls back on the base
+        classes' docstrings: every view without one of its own would be described as what
+        the engine's base view is."""
+        description = str(super().get_description())
+        shared = {
+            inspect.cleandoc(doc)
+            for base in type(self.view).__mro__
+            if base.__module__ == _BASES_MODULE and (doc := base.__dict__.get("__doc__"))
+        }
+        return "" if description in shared else description
 
     def _get_request_body(self, direction: Literal["request", "response"] = "request") -> Any:
         body = super()._get_request_body(direction)
