@@ -24,10 +24,19 @@ def references(text: str) -> list[tuple[int, str]]:
     ]
 
 
+#: The documentation's pages and the examples they include: a reader of the site has
+#: neither the planning documents nor the issues.
+DOCS = ROOT / "docs"
+DOC_SUFFIXES = (".md", ".py", ".json", ".yml", ".yaml", ".toml")
+
+
 def sources() -> list[Path]:
-    """Every .py file of PACKAGES, and manage.py, but this file."""
+    """Every .py file of PACKAGES, manage.py and mkdocs.yml, and every page, example and
+    generated reference file of docs/, but this file."""
     paths = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
-    return [path for path in [*paths, ROOT / "manage.py"] if path.resolve() != SELF]
+    docs = [path for path in sorted(DOCS.rglob("*")) if path.suffix in DOC_SUFFIXES]
+    extra = [ROOT / "manage.py", ROOT / "mkdocs.yml", *docs]
+    return [path for path in [*paths, *extra] if path.resolve() != SELF]
 
 
 def test_no_source_file_cites_the_contract_or_an_issue() -> None:
@@ -41,7 +50,7 @@ def test_no_source_file_cites_the_contract_or_an_issue() -> None:
 
 def test_the_scan_reaches_the_tests_bench_and_scripts_but_not_itself() -> None:
     scanned = {path.relative_to(ROOT).parts[0] for path in sources()}
-    assert {"tests", "bench", "scripts", "manage.py"} <= scanned, scanned
+    assert {"tests", "bench", "scripts", "manage.py", "docs", "mkdocs.yml"} <= scanned, scanned
     assert SELF not in {path.resolve() for path in sources()}
 
 
