@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from scripts.docs_reference import commands_page, dsl_page, events_page
+from scripts.docs_reference import settings_page as settings_module
 from scripts.docs_reference.markdown import Undocumented, comment_docs
 from scripts.docs_reference.pages import GENERATORS, stale
-from scripts.docs_reference.settings_page import render as settings_page
 from workflows.conf import SETTINGS, Setting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +57,25 @@ def test_a_setting_without_a_description_fails_the_generator(
 ) -> None:
     monkeypatch.setitem(SETTINGS, "SOMETHING_NEW", Setting(1, int, "  "))
     with pytest.raises(Undocumented, match="WORKFLOW_SOMETHING_NEW has no description"):
-        settings_page()
+        settings_module.render()
+
+
+def test_the_standalone_settings_read_only_described_variables() -> None:
+    read = settings_module.variables_read(settings_module.STANDALONE_SETTINGS.read_text())
+    assert {"DATABASE_URL", "SECRET_KEY", "WORKFLOW_LOG_FORMAT", "LOG_LEVEL"} <= read, read
+    assert settings_module.variables_read(
+        'import os\nA = os.environ.get("ONE", "1")\nB = _flag("TWO")\nC = os.environ["THREE"]\n'
+    ) == {"ONE", "TWO", "THREE"}
+
+
+def test_a_variable_read_without_a_description_fails_the_generator(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    standalone = tmp_path / "settings.py"
+    standalone.write_text('import os\nX = os.environ.get("SOMETHING_NEW", "")\n')
+    monkeypatch.setattr(settings_module, "STANDALONE_SETTINGS", standalone)
+    with pytest.raises(Undocumented, match=r"reads \['SOMETHING_NEW'\], which config/environment"):
+        settings_module.render()
 
 
 def test_a_field_without_a_description_fails_the_generator() -> None:
