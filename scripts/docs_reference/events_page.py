@@ -1,4 +1,4 @@
-"""docs/reference/events.md: the statuses of executions, tasks and attempts, and every
+"""docs/reference/events-statuses.md: the statuses of executions, tasks and attempts, and every
 event type with the payload it records (executions/engine: statuses.py, events.py,
 payloads.py). A member's meaning is its `#:` comment in the code, else MEANINGS below;
 one with neither fails the generator."""

@@ -19,7 +19,7 @@ GENERATORS: Mapping[str, Callable[[], str]] = {
     "settings.md": settings_page.render,
     "dsl.md": dsl_page.render,
     "commands.md": commands_page.render,
-    "events.md": events_page.render,
+    "events-statuses.md": events_page.render,
     "openapi.json": openapi_file.render,
 }
 

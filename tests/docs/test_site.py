@@ -68,7 +68,7 @@ def test_the_reference_pages_hold_what_they_are_generated_from(built: Built) -> 
     assert 'id="httpnode"' in dsl
     assert "none_failed_min_one_success" in dsl
     assert "replay_execution" in (reference / "commands.html").read_text()
-    assert "task_retry_scheduled" in (reference / "events.html").read_text()
+    assert "task_retry_scheduled" in (reference / "events-statuses.html").read_text()
     # mkdocstrings rendered the docstrings of the Python API.
     python_api = (reference / "python-api.html").read_text()
     assert 'id="workflows.api.start"' in python_api
