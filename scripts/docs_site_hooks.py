@@ -37,9 +37,18 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-def on_post_page(output: str, **kwargs: Any) -> str:
+def _with_policy(html: str) -> str:
     meta = f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
-    return output.replace("<head>", f"<head>\n    {meta}", 1)
+    return html.replace("<head>", f"<head>\n    {meta}", 1)
+
+
+def on_post_page(output: str, **kwargs: Any) -> str:
+    return _with_policy(output)
+
+
+def on_post_template(output_content: str, **kwargs: Any) -> str:
+    """The pages rendered from a template alone (404.html; sitemap.xml has no head)."""
+    return _with_policy(output_content)
 
 
 def on_post_build(config: Any, **kwargs: Any) -> None:

@@ -91,6 +91,19 @@ def test_nothing_is_fetched_from_another_host(built: Built) -> None:
     assert found == [], "\n".join(found)
 
 
+def test_every_page_forbids_the_browser_other_hosts(built: Built) -> None:
+    """Redoc would show its maker's logo from a CDN: the policy refuses it (the browser
+    test sees it refused, not fetched)."""
+    pages = sorted(built.site.rglob("*.html"))
+    lacking = [
+        str(page.relative_to(built.site))
+        for page in pages
+        if "Content-Security-Policy\" content=\"default-src 'self'" not in page.read_text()
+    ]
+    assert pages
+    assert lacking == []
+
+
 def test_the_check_sees_an_external_resource() -> None:
     assert EXTERNAL_RESOURCE.search('<link rel="stylesheet" href="https://fonts.example/x">')
     assert EXTERNAL_RESOURCE.search('<script src="//cdn.example/redoc.js">')
