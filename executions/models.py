@@ -92,6 +92,9 @@ class Execution(models.Model):
     #: When it joined its key's queue (at a held start, or when its start_at came):
     #: the queue is first-in first-out by this, not by creation.
     held_at = models.DateTimeField(null=True, blank=True, editable=False)
+    #: When it times out (the definition's timeout_seconds, or a parent's deadline if
+    #: sooner): projected from workflow_started.
+    deadline_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     #: Not a column. True on an execution begun before any of its rows was written
     #: (services/start.py): its first unit of work inserts the row and its Task rows as
@@ -381,6 +384,8 @@ class TimerKind(models.TextChoices):
     START = "start"
     #: A waiting node's timeout_seconds (approval, signal): task_scheduled's timeout_at.
     TIMEOUT = "timeout"
+    #: The execution's deadline (a definition's timeout_seconds): no node.
+    DEADLINE = "deadline"
 
 
 class Timer(models.Model):

@@ -178,6 +178,12 @@ def _definition(bound: Limits) -> dict[str, Any]:
             "description": "Days its ended executions are kept before the daily purge "
             "deletes them (leaving a tombstone); absent: WORKFLOW_RETENTION_DAYS.",
         },
+        "timeout_seconds": _seconds(
+            MAX_SECONDS,
+            "An execution still running this long after it started ends failed "
+            "(WorkflowTimeout): its running nodes are cancelled and compensations run. A "
+            "sub-workflow gets at most what is left of its parent's.",
+        ),
         "secrets": {
             "type": "array",
             "description": "The only secrets this workflow may use as {{ secrets.NAME }}.",

@@ -23,6 +23,7 @@ from executions.engine.payloads import (
     TaskScheduled,
     WorkflowCompleted,
     WorkflowFailed,
+    WorkflowTimedOut,
     decided,
 )
 from executions.engine.readers import SCHEDULED_TYPE
@@ -123,39 +124,94 @@ def _step(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
     if state.cancel_requested:
         yield from _cancel(definition, state)
         return
+    if state.deadline_passed:
+        yield from _time_out(definition, state)
+        return
     if state.paused:
         return  # facts (results, timers, signals) are folded; acting on them waits for resume
     yield from _attend(definition, state)
     yield from _ready(definition, state)
 
 
-def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
-    cancelled = False
-    saga = definition.compensate_on_cancel
+def _stop_nodes(
+    definition: Definition, state: ExecutionState, reason: str, *, saga: bool
+) -> Iterator[Decision]:
+    """Cancel every node that may still run (`saga`: but the compensations, which the
+    ending waits for)."""
     for node in maps.all_nodes(definition, state):
         if saga and compensation.is_task(node.id):
-            continue  # the undoing the cancel waits for
+            continue
         current = state.peek(node.id)
         if current.status in (TaskStatus.PENDING, TaskStatus.FAILED, *_ACTIVE):
             if current.status == TaskStatus.FAILED and failed_for_good(node, current):
                 continue
-            cancelled = True
             attempt = current.attempt if current.status in _ACTIVE else None
             if current.status == TaskStatus.RETRYING:
                 # Its attempt already has its result (the failure): cancel the next one.
                 attempt = current.attempt + 1
-            reason = Reason(reason="execution cancelled")
-            yield decided(EventType.TASK_CANCELLED, reason, node.id, attempt)
+            yield decided(EventType.TASK_CANCELLED, Reason(reason=reason), node.id, attempt)
+
+
+def _compensate(definition: Definition, state: ExecutionState) -> tuple[list[Decision], bool]:
+    """The saga's next decisions (retries and wake-ups of compensations first), and
+    whether every compensation has settled."""
+    undo = list(_attend(definition, state, compensation.tasks(definition, state)))
+    if undo:
+        return undo, False
+    context = template_context(state)
+    return compensation.next_step(definition, state, context, state.now)
+
+
+#: Why the nodes of an execution that ran past its deadline were cancelled.
+TIMED_OUT = "workflow timed out"
+
+
+def _time_out(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    if not state.timed_out:
+        deadline = state.deadline_at.isoformat() if state.deadline_at else None
+        record = WorkflowTimedOut(deadline_at=deadline, timeout_seconds=definition.timeout_seconds)
+        yield decided(EventType.WORKFLOW_TIMED_OUT, record)
+        return
+    stopped = list(_stop_nodes(definition, state, TIMED_OUT, saga=True))
+    if stopped:
+        yield from stopped
+        return
+    undo, settled = _compensate(definition, state)
+    yield from undo
+    if settled:
+        yield _timeout_failure(definition, state)
+
+
+def _timeout_failure(definition: Definition, state: ExecutionState) -> Decision:
+    deadline = state.deadline_at.isoformat() if state.deadline_at else None
+    seconds = definition.timeout_seconds
+    cancelled = [
+        node_id
+        for node_id, node in state.nodes.items()
+        if node.status == TaskStatus.CANCELLED and node.reason == TIMED_OUT
+    ]
+    details: dict[str, object] = {"deadline_at": deadline, "cancelled": cancelled}
+    if seconds is not None:
+        details["timeout_seconds"] = seconds
+    undone = compensation.summary(definition, state)
+    if undone:
+        details["compensations"] = undone
+    message = f"the execution was still running at its deadline {deadline}"
+    error = ErrorRecord("WorkflowTimeout", message, retryable=False, details=details)
+    return decided(EventType.WORKFLOW_FAILED, WorkflowFailed(error=error))
+
+
+def _cancel(definition: Definition, state: ExecutionState) -> Iterator[Decision]:
+    saga = definition.compensate_on_cancel
+    cancelled = list(_stop_nodes(definition, state, "execution cancelled", saga=saga))
     if cancelled:
+        yield from cancelled
         return
     if saga:
-        undo = list(_attend(definition, state, compensation.tasks(definition, state)))
-        if not undo:
-            context = template_context(state)
-            undo, settled = compensation.next_step(definition, state, context, state.now)
-            if settled:
-                reason = Reason(reason="cancel requested; compensated")
-                yield decided(EventType.WORKFLOW_CANCELLED, reason)
+        undo, settled = _compensate(definition, state)
+        if settled:
+            reason = Reason(reason="cancel requested; compensated")
+            yield decided(EventType.WORKFLOW_CANCELLED, reason)
         yield from undo
         return
     yield decided(EventType.WORKFLOW_CANCELLED, Reason(reason="cancel requested"))

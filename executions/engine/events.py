@@ -37,6 +37,9 @@ class EventType(StrEnum):
     FAULT_INJECTED = "fault_injected"
     #: An approval node's timeout_seconds passed unanswered: what on_timeout made of it.
     APPROVAL_TIMED_OUT = "approval_timed_out"
+    #: A decision: the execution's deadline timer fired while it ran (data:
+    #: {"deadline_at", "timeout_seconds"}); it ends failed with a WorkflowTimeout.
+    WORKFLOW_TIMED_OUT = "workflow_timed_out"
 
 
 #: At most one of these per (node, attempt): enforced by a database constraint.

@@ -20,6 +20,9 @@ from executions.engine.state import ExecutionState, MapItems, NodeState, item_of
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from workflows.kinds import get_kind
 
+#: TimerFired.kind of the execution's deadline (the timer has no node).
+DEADLINE = "deadline"
+
 
 def fold(
     events: Iterable[Event], state: ExecutionState | None = None, *, execution_id: str = ""
@@ -84,6 +87,9 @@ def _workflow_started(state: ExecutionState, event: Event) -> None:
     state.limits = dict(payload.limits) if payload.limits is not None else None
     state.faults = dict(payload.faults) if payload.faults is not None else None
     state.started_at = event.timestamp
+    if payload.deadline_at is not None:
+        state.deadline_at = datetime.fromisoformat(payload.deadline_at)
+    state.tags = dict(payload.tags) if payload.tags else {}
 
 
 def _task_scheduled(state: ExecutionState, event: Event) -> None:
@@ -176,8 +182,13 @@ def _timer_started(state: ExecutionState, event: Event) -> None:
 
 
 def _timer_fired(state: ExecutionState, event: Event) -> None:
+    kind = r.TIMER_KIND(event.data, event.payload)
+    if kind == DEADLINE:
+        if event.node_id is None and state.status not in EXECUTION_TERMINAL:
+            state.deadline_passed = True
+        return
     node = state.node(event.node_id or "")
-    if r.TIMER_KIND(event.data, event.payload) == "retry":
+    if kind == "retry":
         if node.status == TaskStatus.RETRYING and event.attempt == node.attempt + 1:
             node.retry_due = True
     elif node.status == TaskStatus.WAITING and event.attempt == node.attempt:
@@ -191,8 +202,11 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.error = None
     state.cancel_requested = False
     state.paused = False
-    # An operator's retry after an engine error is a fresh try (the cause may be fixed).
+    # An operator's retry after an engine error is a fresh try (the cause may be fixed),
+    # and so is one after a timeout: its deadline has passed and is not set again.
     state.engine_error = None
+    state.deadline_passed = False
+    state.timed_out = False
     for node_id in p.decode(p.RetryRequested, event.data, event.payload).nodes:
         node = state.node(node_id)
         node.attempt_base = node.attempt
@@ -210,6 +224,10 @@ def _cancel_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = True
     state.paused = False  # a cancel goes through a pause: it only stops work
     state.status = ExecutionStatus.CANCELLING
+
+
+def _timed_out(state: ExecutionState, event: Event) -> None:
+    state.timed_out = True
 
 
 def _paused(state: ExecutionState, event: Event) -> None:
@@ -260,6 +278,7 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.SIGNAL_RECEIVED: waits.signal_received,
     EventType.RETRY_REQUESTED: _retry_requested,
     EventType.WORKFLOW_CANCEL_REQUESTED: _cancel_requested,
+    EventType.WORKFLOW_TIMED_OUT: _timed_out,
     EventType.WORKFLOW_PAUSED: _paused,
     EventType.WORKFLOW_RESUMED: _resumed,
     EventType.ENGINE_ERROR: _engine_error,

@@ -49,6 +49,10 @@ class WorkflowStarted(Payload):
     #: Fault injection (engine/faults.py): {"duplicate_delivery", "crash_after_effect",
     #: "delay_result_seconds", "seed"}; absent for every other execution.
     faults: Mapping[str, Any] | None = field(default=None, metadata=_OPTIONAL)
+    #: When the definition's timeout_seconds (or a parent's deadline, if sooner) ends it.
+    deadline_at: str | None = field(default=None, metadata=_OPTIONAL)
+    #: The client's tags, inherited by children.
+    tags: Mapping[str, str] | None = field(default=None, metadata=_OPTIONAL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +114,8 @@ class TimerStarted(Payload):
 
 @dataclass(frozen=True, kw_only=True)
 class TimerFired(Payload):
-    #: "retry" for a retry's backoff timer; a delay node's otherwise.
+    #: "retry" for a retry's backoff timer, "deadline" for the execution's timeout (no
+    #: node); a delay node's otherwise.
     kind: str | None = field(default=None, metadata=_OPTIONAL)
     due_at: str | None = field(default=None, metadata=_OPTIONAL)
 
@@ -132,6 +137,12 @@ class ApprovalTimedOut(Payload):
     #: "reject", "approve" or "fail": what the node's on_timeout made of the silence.
     on_timeout: str | None = None
     timeout_seconds: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkflowTimedOut(Payload):
+    deadline_at: str | None = None
+    timeout_seconds: float | None = field(default=None, metadata=_OPTIONAL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,6 +228,7 @@ PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.ENGINE_ERROR: EngineErrorFact,
     EventType.FAULT_INJECTED: FaultInjected,
     EventType.APPROVAL_TIMED_OUT: ApprovalTimedOut,
+    EventType.WORKFLOW_TIMED_OUT: WorkflowTimedOut,
 }
 
 _CLASSES: set[type[Payload]] = {Payload, *PAYLOADS.values()}

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from executions.engine.statuses import ExecutionStatus, TaskStatus
 
-_DATETIME_FIELDS = {"started_at", "ended_at", "next_retry_at", "now", "due_at"}
+_DATETIME_FIELDS = {"started_at", "ended_at", "next_retry_at", "now", "due_at", "deadline_at"}
 
 
 @dataclass
@@ -134,6 +134,14 @@ class ExecutionState:
     #: Named signals sent before a node waited for them, oldest first, in their stored
     #: form (engine/waits.py). Rebound, never mutated in place: forks share it.
     signals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: When the execution times out (workflow_started's deadline_at); None: never.
+    deadline_at: datetime | None = None
+    #: The deadline's timer fired: decide times the execution out.
+    deadline_passed: bool = False
+    #: workflow_timed_out was decided: its nodes are being stopped, its saga run.
+    timed_out: bool = False
+    #: The client's tags (workflow_started), {key: value}.
+    tags: dict[str, str] = field(default_factory=dict)
     #: Each map's items by what decide needs of them (fold keeps it; never stored).
     maps: dict[str, MapItems] = field(default_factory=dict, compare=False, repr=False)
     #: What templates see of each node, {"output", "status"} (engine/context.py), kept by
@@ -236,7 +244,7 @@ def _flat(value: Any) -> Any:
 
 def _decode(value: Any, key: str | None = None) -> Any:
     if isinstance(value, dict):
-        if key in ("input", "output", "error", "signal", "engine_error", "signals"):
+        if key in ("input", "output", "error", "signal", "engine_error", "signals", "tags"):
             return value  # user JSON: never reinterpret its strings
         return {k: _decode(item, k) for k, item in value.items()}
     if key in _DATETIME_FIELDS and isinstance(value, str):

@@ -21,6 +21,7 @@ from typing import Any
 
 from executions.engine import maps
 from executions.engine.context import template_context
+from executions.engine.decide import TIMED_OUT
 from executions.engine.rules import (
     RUNS_AFTER_FAILURE,
     Verdict,
@@ -164,6 +165,17 @@ def _ended(scene: Scene) -> Iterator[Reason]:
             "code": "execution_ended",
             "message": "a cancel was requested: the execution is ending",
         }
+    elif state.deadline_passed:
+        yield _timed_out(state, "the execution ran past its deadline {}: it is ending")
+
+
+def _timed_out(state: ExecutionState, message: str) -> Reason:
+    deadline = _iso(state.deadline_at)
+    return {
+        "code": "workflow_timeout",
+        "message": message.format(deadline),
+        "deadline_at": deadline,
+    }
 
 
 def _not_started(scene: Scene) -> Iterator[Reason]:
@@ -449,6 +461,8 @@ def _settled(scene: Scene, node: Node) -> list[Reason]:
         if code == "condition_false":
             message = f"skipped: when is false: {node.when}"
         return [{"code": code, "message": message}]
+    if current.status == TaskStatus.CANCELLED and current.reason == TIMED_OUT:
+        return [_timed_out(scene.state, "cancelled: the execution ran past its deadline {}")]
     if current.status == TaskStatus.CANCELLED:
         return [{"code": "execution_ended", "message": f"cancelled: {current.reason}"}]
     return []  # succeeded or failed for good: it ran

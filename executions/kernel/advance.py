@@ -4,11 +4,13 @@ UnitOfWork) that appends, projects and publishes on commit."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 from django.db import transaction
 
+from executions.definitions import definition_for
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.payloads import WorkflowStarted, decided
 from executions.engine.state import ExecutionState
@@ -16,6 +18,8 @@ from executions.kernel.handle import Locked
 from executions.kernel.lock import lock_execution
 from executions.kernel.log import load_state
 from executions.kernel.unit import UnitOfWork
+from executions.models import Execution
+from workflows import clock
 from workflows.dsl.limits import decision_limits
 
 
@@ -57,6 +61,17 @@ def record_and_decide(
     return work
 
 
+def _deadline(execution: Execution) -> str | None:
+    """When the execution times out: its definition's timeout_seconds from now, or its
+    parent's deadline if that comes first (a child never outlives its parent's budget)."""
+    seconds = definition_for(execution.version_id).timeout_seconds
+    own = clock.now() + timedelta(seconds=seconds) if seconds is not None else None
+    parent = execution.parent_execution if execution.parent_execution_id else None
+    inherited = parent.deadline_at if parent is not None else None
+    found = [moment for moment in (own, inherited) if moment is not None]
+    return min(found).isoformat() if found else None
+
+
 def begin(locked: Locked, reuse: list[Decision] | None = None, *, faults: Any = None) -> None:
     """Append workflow_started (and a replay's reused results), then decide. Inside the lock."""
     execution = locked.execution
@@ -70,6 +85,7 @@ def begin(locked: Locked, reuse: list[Decision] | None = None, *, faults: Any = 
         # here on, whatever the settings say later (workflows/dsl/limits.py).
         limits=decision_limits(),
         faults=faults or None,
+        deadline_at=_deadline(execution),
     )
     started = decided(EventType.WORKFLOW_STARTED, payload)
     record_and_advance(locked, [started, *(reuse or [])], source=Source.API)

@@ -21,7 +21,12 @@ from executions.definitions import definition_for
 from executions.engine.events import Decision, Event, EventType
 from executions.engine.faults import DUPLICATE_DELIVERY
 from executions.engine.nodes import WORKER_TYPES
-from executions.engine.payloads import FaultInjected, TaskRetryScheduled, TaskScheduled
+from executions.engine.payloads import (
+    FaultInjected,
+    TaskRetryScheduled,
+    TaskScheduled,
+    WorkflowStarted,
+)
 from executions.engine.readers import (
     RETRY_DUE_AT,
     SCHEDULED_INPUT,
@@ -82,12 +87,27 @@ def apply_effects(
         _apply_effect(execution, event, now, outbox, held)
         if event.type in _ENDINGS:
             outbox.add(partial(signals.send_finished, str(execution.pk), _ENDINGS[event.type]))
+        if event.type in _ENDINGS and _has_deadline(execution, events):
+            # Nothing left for the deadline to end: the sweeper need not come for it.
+            Timer.objects.filter(
+                execution=execution, kind=TimerKind.DEADLINE, fired_at__isnull=True
+            ).update(fired_at=now)
         if event.type in _ENDINGS and execution.concurrency_key:
             # Its concurrency key has room, or (a held one cancelled) its queue moved: the
             # next held execution, whose version may set a larger limit, may start.
             key = (execution.workflow_id, execution.concurrency_key)
             outbox.add(partial(messages.publish_admit, *key))
     return held
+
+
+def _has_deadline(execution: Execution, events: Sequence[Decision]) -> bool:
+    """The execution has a deadline timer (set when it started, perhaps in this unit,
+    before its projection is saved)."""
+    if execution.deadline_at is not None:
+        return True
+    return any(
+        _DEADLINE_AT(e.data, e.payload) for e in events if e.type == EventType.WORKFLOW_STARTED
+    )
 
 
 def _schedule_attempts(
@@ -183,6 +203,7 @@ Logged = Decision | Event
 _TIMEOUT_AT = reader(TaskScheduled, "timeout_at")
 _NEXT_ATTEMPT = reader(TaskRetryScheduled, "next_attempt")
 _FAULT = reader(FaultInjected, "fault")
+_DEADLINE_AT = reader(WorkflowStarted, "deadline_at")
 
 
 def schedules_attempt(event: Logged) -> bool:
@@ -204,6 +225,9 @@ def timer_started_by(event: Logged) -> tuple[str, int, TimerKind, datetime] | No
     if kind == EventType.TASK_SCHEDULED and _TIMEOUT_AT(event.data, payload):
         due = _TIMEOUT_AT(event.data, payload)
         return node_id, attempt, TimerKind.TIMEOUT, datetime.fromisoformat(due)
+    if kind == EventType.WORKFLOW_STARTED and _DEADLINE_AT(event.data, payload):
+        due = _DEADLINE_AT(event.data, payload)
+        return "", 0, TimerKind.DEADLINE, datetime.fromisoformat(due)
     if kind == EventType.TASK_RETRY_SCHEDULED:
         due, retry = (
             cast(str, RETRY_DUE_AT(event.data, payload)),

@@ -16,7 +16,7 @@ from executions.models import Execution, Task
 from executions.sqlnames import sql
 from workflows.dsl import Definition
 
-EXECUTION_FIELDS = ("status", "output", "error", "started_at", "ended_at")
+EXECUTION_FIELDS = ("status", "output", "error", "started_at", "ended_at", "deadline_at")
 #: last_hash travels with last_seq: the next append chains onto it.
 BOOKKEEPING_FIELDS = ("last_seq", "last_hash", "decided_seq", "snapshot", "snapshot_seq")
 

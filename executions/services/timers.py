@@ -43,6 +43,9 @@ def timer_fire(*, timer_id: int) -> bool:
                 begin(locked)
             return True
         payload = TimerFired(kind=timer.kind, due_at=timer.due_at.isoformat())
-        fired = decided(EventType.TIMER_FIRED, payload, timer.node_id, timer.attempt)
+        if timer.kind == TimerKind.DEADLINE:  # the execution's own: no node, no attempt
+            fired = decided(EventType.TIMER_FIRED, payload)
+        else:
+            fired = decided(EventType.TIMER_FIRED, payload, timer.node_id, timer.attempt)
         record_and_advance(locked, [fired], source=Source.TIMER)
         return True

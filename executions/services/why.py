@@ -75,7 +75,7 @@ def _rows(execution: Execution) -> explain.Rows:
     ).values_list("node_id", "kind", "due_at"):
         if kind == TimerKind.START:
             start_due_at = due_at
-        else:
+        elif kind != TimerKind.DEADLINE:  # the execution's, read from its state
             timers[node_id] = due_at
     children = dict(
         Execution.objects.filter(parent_execution=execution)

@@ -96,6 +96,9 @@ class Definition:
     #: Days its ended executions are kept before the daily purge (None: the
     #: WORKFLOW_RETENTION_DAYS setting's).
     retention_days: int | None = None
+    #: Seconds an execution may run, from its start, before it ends failed
+    #: (WorkflowTimeout); a child gets no more than what is left of its parent's.
+    timeout_seconds: float | None = None
 
     @cached_property
     def by_id(self) -> Mapping[str, Node]:

@@ -31,6 +31,7 @@ TOP_FIELDS = (
     "compensate_on_cancel",
     "concurrency",
     "retention_days",
+    "timeout_seconds",
 )
 NODE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _NODE_EXAMPLE = '{"id": "a", "type": "function", "function": "std.echo"}'
@@ -115,6 +116,11 @@ def _definition(c: Collector, raw: object) -> Definition | None:
     retention = None
     if "retention_days" in top:
         retention = c.integer(top["retention_days"], node=None, field="retention_days")
+    timeout = None
+    if "timeout_seconds" in top:
+        timeout = c.number(
+            top["timeout_seconds"], node=None, field="timeout_seconds", exclusive=True
+        )
     return Definition(
         nodes=nodes,
         retry_policy=policy,
@@ -122,6 +128,7 @@ def _definition(c: Collector, raw: object) -> Definition | None:
         compensate_on_cancel=saga,
         concurrency=concurrency,
         retention_days=retention,
+        timeout_seconds=timeout,
     )
 
 
