@@ -59,6 +59,7 @@ class ExecutionAdmin(ReadOnlyLargeTableAdmin):
         "version_number",
         "status_badge",
         "created_by",
+        "tags_text",
         "created_at",
         "took",
     ]
@@ -66,7 +67,9 @@ class ExecutionAdmin(ReadOnlyLargeTableAdmin):
     list_filter = ["status", "workflow", HasFailedNodes, "created_at"]
     date_hierarchy = "created_at"
     search_fields = ["id"]  # the search itself is search_exact: never icontains on a UUID
-    search_help_text = "An execution id, a workflow name, or who started it (exact)."
+    search_help_text = (
+        "An execution id, a workflow name, who started it, or a tag as key:value (exact)."
+    )
     actions = ["cancel_selected", "retry_selected"]
 
     class Media:
@@ -75,6 +78,10 @@ class ExecutionAdmin(ReadOnlyLargeTableAdmin):
     @admin.display(description="execution", ordering="id")
     def short_id(self, obj: Execution) -> str:
         return format_html('<span class="wf-mono" title="{}">{}…</span>', obj.pk, str(obj.pk)[:8])
+
+    @admin.display(description="tags")
+    def tags_text(self, obj: Execution) -> str:
+        return ", ".join(f"{key}:{value}" for key, value in sorted(obj.tags.items())) or "—"
 
     @admin.display(description="took")
     def took(self, obj: Execution) -> str:

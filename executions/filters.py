@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from executions.engine.statuses import ExecutionStatus, choices
 from executions.models import Execution
 from executions.selectors import with_failed_nodes, workflow_by_ref
+from executions.tags import MAX_TAGS, TagError, parse_filter, with_tags
 from workflows.rest.parsers import parse_date_time
 
 
@@ -47,6 +48,28 @@ class UtcIsoDateTimeField(IsoDateTimeField):
 
 class MomentFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
+
+
+class TagPairsField(forms.Field):
+    """Every `?tag=<key>:<value>` of the query, as (key, value) pairs."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[tuple[str, str]]:
+        if not value:
+            return []
+        if len(value) > MAX_TAGS:
+            raise _error(
+                f"At most {MAX_TAGS} tag filters (an execution has at most {MAX_TAGS} tags)."
+            )
+        try:
+            return [parse_filter(str(item)) for item in value]
+        except TagError as exc:
+            raise _error(f"{exc}.") from None
+
+
+class TagFilter(django_filters.Filter):
+    field_class = TagPairsField
 
 
 #: What a date-time filter takes, in words.
@@ -83,6 +106,12 @@ class ExecutionFilter(django_filters.FilterSet):
         help_text="true: some node failed; false: none did.",
     )
 
+    tag = TagFilter(
+        method="by_tags",
+        help_text="<key>:<value>: only executions with this tag; repeat it for more, all of "
+        "which must hold.",
+    )
+
     class Meta:
         model = Execution
         fields = ()
@@ -108,6 +137,16 @@ class ExecutionFilter(django_filters.FilterSet):
     def by_workflow(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         found = workflow_by_ref(value)
         return queryset.filter(workflow=found) if found else queryset.none()
+
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^[^:]+:", "example": "team:billing"},
+            "maxItems": MAX_TAGS,
+        }
+    )
+    def by_tags(self, queryset: QuerySet, name: str, value: list[tuple[str, str]]) -> QuerySet:
+        return with_tags(queryset, value)
 
     def by_failed_nodes(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return with_failed_nodes(queryset, value == "true")

@@ -95,6 +95,9 @@ class Execution(models.Model):
     #: When it times out (the definition's timeout_seconds, or a parent's deadline if
     #: sooner): projected from workflow_started.
     deadline_at = models.DateTimeField(null=True, blank=True, editable=False)
+    #: The client's {key: value} labels (a child's are its parent's), as workflow_started
+    #: records them; GET /executions?tag= filters on them (a GIN index on PostgreSQL).
+    tags = models.JSONField(default=dict, blank=True)
 
     #: Not a column. True on an execution begun before any of its rows was written
     #: (services/start.py): its first unit of work inserts the row and its Task rows as

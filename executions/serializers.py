@@ -4,9 +4,11 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from executions.models import Attempt, Event, Execution, Task
+from executions.tags import TAGS_SCHEMA, TagError, check_tags
 from workflows import clock
 from workflows.conf import engine_settings
 from workflows.dsl.limits import limits
@@ -18,12 +20,24 @@ from workflows.rest.fields import (
 )
 
 
+@extend_schema_field(TAGS_SCHEMA)
+class TagsField(serializers.JSONField):
+    """{key: value} strings, checked whole (strict input: a number is not a string)."""
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        try:
+            return check_tags(super().to_internal_value(data))
+        except TagError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
 class ExecutionSerializer(serializers.ModelSerializer):
     workflow_id = serializers.IntegerField(read_only=True)
     workflow = serializers.CharField(source="workflow.name", read_only=True)
     version = serializers.IntegerField(source="version.version", read_only=True)
     replay_of = serializers.UUIDField(source="replay_of_id", read_only=True, allow_null=True)
     parent_execution_id = serializers.UUIDField(read_only=True, allow_null=True)
+    tags = TagsField(read_only=True)
 
     class Meta:
         model = Execution
@@ -45,6 +59,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "priority",
             "concurrency_key",
             "held",
+            "tags",
         ]
         read_only_fields = fields
         extra_kwargs = {
@@ -118,6 +133,7 @@ class ExecutionCreateSerializer(serializers.Serializer):
         help_text="0 to 9, 9 first: when workers are saturated, the nodes of higher-priority "
         "executions are run first (Redis broker; the embedded broker keeps arrival order).",
     )
+    tags = TagsField(required=False, default=dict, allow_null=True)
 
     def validate_faults(self, value: dict[str, Any]) -> dict[str, Any]:
         if not engine_settings.FAULT_INJECTION:

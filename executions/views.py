@@ -69,6 +69,7 @@ class ExecutionListCreate(EngineListView):
                 by=request.user.get_username(),
                 faults=data.get("faults"),
                 priority=data["priority"],
+                tags=data["tags"],
                 # A 400 for an input the concurrency key cannot be rendered from (other
                 # starters, with no one to answer, get a failed execution naming it).
                 key_errors=True,

@@ -42,6 +42,7 @@ from executions.services.keys import IdempotencyConflict as _KeyConflict
 from executions.services.signals import execution_signal
 from executions.services.start import execution_start
 from executions.services.why import why_execution
+from executions.tags import TagError, check_tags
 from executions.triggers.services import event_publish, executions_of
 from workflows.dsl.concurrency import ConcurrencyKeyError
 
@@ -200,6 +201,10 @@ class Execution:
     @property
     def error(self) -> Any:
         return self.data["error"]
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return dict(self.data["tags"])
 
     @property
     def ended(self) -> bool:
@@ -378,8 +383,10 @@ def start(
         raise InvalidInput(f"priority must be an integer from 0 to 9, not {priority!r}")
     if start_at is not None and (not isinstance(start_at, datetime) or start_at.tzinfo is None):
         raise InvalidInput("start_at must be a timezone-aware datetime")
-    if tags:
-        raise InvalidInput("tags are not supported by this version of the engine")
+    try:
+        checked = check_tags(tags)
+    except TagError as exc:
+        raise InvalidInput(f"tags: {exc}") from None
     _check_key(idempotency_key)
     try:
         with _translated(), transaction.atomic():
@@ -391,6 +398,7 @@ def start(
                 start_at=start_at,
                 by=_username(by),
                 priority=priority,
+                tags=checked,
                 key_errors=True,
                 raise_errors=True,
             )

@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from executions.models import Execution
 from executions.selectors import with_failed_nodes
 from executions.services.bulk import bulk_apply
+from executions.tags import TagError, parse_filter, with_tags
 from workflows.conf import engine_settings
 
 #: Above this many rows, an unfiltered list shows PostgreSQL's row estimate as its count.
@@ -73,7 +74,12 @@ def search_exact(queryset: QuerySet, term: str) -> tuple[QuerySet, bool]:
     except ValueError:
         pass
     by_name = queryset.filter(workflow__name=term)
-    return by_name | queryset.filter(created_by=term), False
+    found = by_name | queryset.filter(created_by=term)
+    try:
+        # key:value: the executions with that tag (as ?tag= in the API).
+        return found | with_tags(queryset, [parse_filter(term)]), False
+    except TagError:
+        return found, False
 
 
 def bulk(

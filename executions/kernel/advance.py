@@ -86,6 +86,7 @@ def begin(locked: Locked, reuse: list[Decision] | None = None, *, faults: Any = 
         limits=decision_limits(),
         faults=faults or None,
         deadline_at=_deadline(execution),
+        tags=execution.tags or None,
     )
     started = decided(EventType.WORKFLOW_STARTED, payload)
     record_and_advance(locked, [started, *(reuse or [])], source=Source.API)

@@ -214,6 +214,9 @@ def rebuild(execution: Execution, state: ExecutionState, definition: Definition)
     for node_id in wanted:
         fields = task_fields(state.nodes.get(node_id) or NodeState(node_id))
         Task.objects.filter(execution=execution, node_id=node_id).update(**fields)
+    if state.started_at is not None and execution.tags != state.tags:
+        execution.tags = state.tags
+        execution.save(update_fields=["tags"])
     project(execution, state, ())
 
 
@@ -223,6 +226,10 @@ def differences(
     """Where the stored projection disagrees with the folded log (empty: they agree).
     `tasks`: the execution's Task rows, when the caller has read them already."""
     problems = []
+    # Written with the row (they never change), recorded in workflow_started: an
+    # execution that has not started yet has nothing to compare them with.
+    if state.started_at is not None and execution.tags != state.tags:
+        problems.append(f"execution.tags: stored {execution.tags!r}, log {state.tags!r}")
     for name, value in execution_fields(state).items():
         if getattr(execution, name) != value:
             problems.append(

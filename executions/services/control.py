@@ -335,6 +335,7 @@ def execution_replay(
         reuse=reused,
         by=by,
         priority=source.priority,
+        tags=source.tags,
         idempotency_key=idempotency_key,
         replay_request={"of": str(source.pk), "from_node": from_node},
     )

@@ -30,6 +30,7 @@ def _fingerprint(
     faults: Any = None,
     priority: int | None = None,
     replay: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
 ) -> str:
     body = {"version": version.pk, "input": input, "start_at": start_at and start_at.isoformat()}
     if faults is not None:
@@ -38,6 +39,8 @@ def _fingerprint(
         body["priority"] = priority
     if replay is not None:  # a replay is never the same request as a start
         body["replay"] = replay
+    if tags:  # absent when none, as priority
+        body["tags"] = tags
     return fingerprint(body)
 
 
@@ -59,6 +62,7 @@ def execution_start(
     key_errors: bool = False,
     raise_errors: bool = False,
     replay_request: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
 ) -> tuple[Execution, bool]:
     """Create and start an execution. Returns (execution, created).
 
@@ -78,9 +82,10 @@ def execution_start(
     Python API's caller is there to answer).
     `replay_request`: what else a replay with `idempotency_key` was asked (its source,
     from_node), so that the key's fingerprint tells it from a start and from other replays.
+    `tags`: checked by the caller (executions/tags.py); a child has its parent's.
     """
     key = _concurrency_key(version, input) if key_errors else None
-    request = _fingerprint(version, input, start_at, faults, priority, replay_request)
+    request = _fingerprint(version, input, start_at, faults, priority, replay_request, tags)
     existing = _existing(idempotency_key, engine_key, request)
     if existing is not None:
         return existing, False
@@ -104,6 +109,7 @@ def execution_start(
         "depth": parent.depth + 1 if parent is not None else 0,
         "created_by": by[:150],
         "priority": priority if priority is not None else parent.priority if parent else 0,
+        "tags": dict(parent.tags) if parent is not None else tags or {},
     }
     try:
         with transaction.atomic():

@@ -10,8 +10,10 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from executions.definitions import definition_for
 from executions.engine.chain import first_break
@@ -66,6 +68,14 @@ def assert_replayable(execution: Execution) -> None:
     assert divergence is None, str(divergence)
     drift = differences(execution, state_at(execution.pk))
     assert drift == [], f"projection differs from the log: {drift}"
+
+
+def operator_client() -> APIClient:
+    """An API client of a fresh superuser (tests share the database: a unique name)."""
+    user = get_user_model().objects.create_superuser(f"op-{uuid4().hex[:8]}")
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
 
 
 def wait_for(execution: Execution, node_id: str, status: str, timeout: float = 30) -> None:

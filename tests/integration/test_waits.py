@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from rest_framework.test import APIClient
 
 from executions.models import Execution, Task, Timer
 from executions.services import control
 from tests.factories import events, start
+from tests.integration.engine import operator_client as api
 from tests.integration.engine import wait_for
-
-
-def api() -> APIClient:
-    user = get_user_model().objects.create_superuser(f"op-{uuid.uuid4().hex[:8]}")
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def verified(*executions: Execution) -> None:

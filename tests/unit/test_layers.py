@@ -38,6 +38,7 @@ EXECUTIONS = {
     "executions.definitions": "models",
     "executions.selectors": "models",
     "executions.filters": "models",
+    "executions.tags": "models",
     "executions.liveness": "models",
     "executions.longpoll": "models",
     "executions.history_file": "models",
