@@ -60,6 +60,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "concurrency_key",
             "held",
             "tags",
+            "deadline_at",
         ]
         read_only_fields = fields
         extra_kwargs = {
@@ -67,6 +68,10 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "concurrency_key": {
                 "help_text": "The definition's concurrency.key rendered over the input "
                 '("": the workflow has no concurrency limit).'
+            },
+            "deadline_at": {
+                "help_text": "When it times out (the definition's timeout_seconds from its "
+                "start, or its parent's deadline if sooner); null: never."
             },
             "held": {
                 "help_text": "Waiting for room under its concurrency key (status pending, no "

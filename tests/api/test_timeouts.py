@@ -1,0 +1,69 @@
+"""A definition's timeout_seconds through the API, without workers: validated where
+definitions are, and the deadline it gives an execution shown on it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from executions.models import Event, Execution
+from tests.factories import make_version
+from workflows.testing import run
+
+pytestmark = pytest.mark.django_db
+
+WAITS = {"nodes": [{"id": "gate", "type": "approval"}]}
+
+
+def test_the_deadline_is_the_start_plus_timeout_seconds(api: APIClient) -> None:
+    make_version({**WAITS, "timeout_seconds": 90}, name="bounded")
+    response = api.post("/executions", {"workflow": "bounded"}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    started = Event.objects.get(execution_id=body["id"], type="workflow_started")
+    deadline = datetime.fromisoformat(started.data["deadline_at"])
+    assert datetime.fromisoformat(body["deadline_at"]) == deadline
+    assert timedelta(0) <= deadline - started.timestamp <= timedelta(seconds=90)
+
+
+def test_without_timeout_seconds_there_is_no_deadline(api: APIClient) -> None:
+    make_version(WAITS, name="unbounded")
+    body = api.post("/executions", {"workflow": "unbounded"}, format="json").json()
+    assert body["deadline_at"] is None
+    started = Event.objects.get(execution_id=body["id"], type="workflow_started")
+    assert "deadline_at" not in started.data
+
+
+@pytest.mark.parametrize("bad", [0, -5, "60", True, None, 1e12])
+def test_a_bad_timeout_seconds_is_a_400_naming_it(api: APIClient, bad: object) -> None:
+    definition = {**WAITS, "timeout_seconds": bad}
+    response = api.post(
+        "/workflows", {"name": "bad-timeout", "definition": definition}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "timeout_seconds" in str(response.json())
+
+
+def test_the_harness_passes_the_deadline_on_its_virtual_clock() -> None:
+    """A deadline before a long delay ends the run failed, at the deadline's time."""
+    undo = {"type": "function", "function": "std.echo"}
+    result = run(
+        {
+            "timeout_seconds": 60,
+            "nodes": [
+                {"id": "book", "type": "function", "function": "std.echo", "compensation": undo},
+                {"id": "nap", "type": "delay", "seconds": 3600, "depends_on": ["book"]},
+            ],
+        }
+    )
+    assert result.status == "failed"
+    assert result.error["type"] == "WorkflowTimeout"
+    assert result.node("nap").status == "cancelled"
+    assert result.node("book.compensation").status == "succeeded"
+    types = [event["type"] for event in result.events]
+    assert "workflow_timed_out" in types
+    (execution,) = Execution.objects.filter(status="failed")
+    call_command("verify_logs", str(execution.pk))
