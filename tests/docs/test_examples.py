@@ -173,6 +173,32 @@ EXPECTED: dict[str, Expected] = {
         output={"amount": 80, "timed_out": True},
         recorded=("approval_timed_out",),
     ),
+    # docs/how-to/timeouts-tags-trigger-rules.md: no payment within the 900 seconds
+    "order-with-deadline": Expected(
+        input={"sku": "A-1"},
+        answers=(("advance", 960),),
+        status="failed",
+        recorded=("workflow_timed_out", "compensation_scheduled"),
+        error={
+            "type": "WorkflowTimeout",
+            "message": "*",
+            "retryable": False,
+            "deadline_at": "*",
+            "timeout_seconds": 900,
+            "cancelled": ["wait_for_payment", "ship"],
+            "compensations": {"reserve": "succeeded"},
+        },
+    ),
+    # docs/how-to/timeouts-tags-trigger-rules.md: the mirror is not used
+    "trigger-rules": Expected(
+        input={"use_mirror": False},
+        output={
+            "first_copy": "succeeded",
+            "nothing_fetched": "skipped",
+            "report": "succeeded",
+            "audit": "succeeded",
+        },
+    ),
     # docs/how-to/secrets-permissions.md
     "partner-sync": Expected(
         input={"account": "acme"},
