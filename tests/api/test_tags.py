@@ -159,3 +159,16 @@ def test_on_postgresql_the_filter_is_one_containment_test() -> None:
         assert "gin (tags jsonb_path_ops)" in definition
     else:
         assert "@>" not in sql
+
+
+def test_the_schema_documents_tags_and_the_repeatable_filter() -> None:
+    schema = APIClient().get("/schema", {"format": "json"}).json()
+    (tag,) = [p for p in schema["paths"]["/executions"]["get"]["parameters"] if p["name"] == "tag"]
+    assert tag["schema"]["type"] == "array"
+    assert tag.get("explode", True) is True  # ?tag=a:1&tag=b:2
+    create = schema["components"]["schemas"]["ExecutionCreateRequest"]["properties"]["tags"]
+    assert create["maxProperties"] == 16
+    assert create["additionalProperties"] == {"type": "string", "maxLength": 128}
+    shown = schema["components"]["schemas"]["Execution"]["properties"]
+    assert shown["tags"]["maxProperties"] == 16
+    assert shown["deadline_at"]["nullable"] is True

@@ -4,19 +4,26 @@ a WorkflowTimeout; a sub-workflow gets what is left of its parent's deadline."""
 
 from __future__ import annotations
 
+import io
 from datetime import datetime
 
 from django.core.management import call_command
 
 from executions.models import Execution, Task, Timer
 from tests.factories import events, make_version, start
+from tests.integration.engine import operator_client as api
 from tests.integration.engine import wait_for
 
 UNDO = {"type": "function", "function": "std.echo", "input": {"undo": "booked"}}
 
 
 def verified(*executions: Execution) -> None:
-    """verify_logs: chain, decisions and every row (the deadline timer included)."""
+    """replay_execution --verify on each, and verify_logs: chain, decisions and every row
+    (the deadline timer included)."""
+    for execution in executions:
+        out = io.StringIO()
+        call_command("replay_execution", str(execution.pk), "--verify", "--quiet", stdout=out)
+        assert "every decision re-derived" in out.getvalue(), out.getvalue()
     call_command("verify_logs", *[str(e.pk) for e in executions])
 
 
@@ -55,6 +62,10 @@ def test_a_workflow_timeout_while_a_node_sleeps(live) -> None:
     assert Task.objects.get(execution=done, node_id="slow").status == "cancelled"
     assert Task.objects.get(execution=done, node_id="book.compensation").status == "succeeded"
     assert not events(done, "task_scheduled", "never")
+    why = api().get(f"/executions/{done.pk}/tasks/slow/why").json()
+    assert why["status"] == "cancelled"
+    assert why["reasons"][0]["code"] == "workflow_timeout"
+    assert why["reasons"][0]["deadline_at"] == started.data["deadline_at"]
     (timer,) = Timer.objects.filter(execution=done, kind="deadline")
     assert timer.due_at == deadline
     assert timer.fired_at is not None
