@@ -262,7 +262,11 @@ def _rebuild_timers(
 
     def settled(node_id: str) -> bool:
         # A cancel closes a node's timers without timer_fired; a recreated one must not fire.
-        return state.status in EXECUTION_TERMINAL or state.node(node_id).status not in TASK_ACTIVE
+        if state.status in EXECUTION_TERMINAL:
+            return True
+        if not node_id:  # the execution's deadline: open while it runs
+            return False
+        return state.node(node_id).status not in TASK_ACTIVE
 
     rows = Timer.objects.filter(execution=execution).exclude(kind=TimerKind.START)
     stored = {(t.node_id, t.attempt, t.kind): t for t in rows}

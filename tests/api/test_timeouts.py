@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from executions.models import Event, Execution
+from executions.models import Event, Execution, Timer
 from tests.factories import make_version
 from workflows.testing import run
 
@@ -67,3 +67,17 @@ def test_the_harness_passes_the_deadline_on_its_virtual_clock() -> None:
     assert "workflow_timed_out" in types
     (execution,) = Execution.objects.filter(status="failed")
     call_command("verify_logs", str(execution.pk))
+
+
+def test_a_lost_deadline_timer_is_found_and_rebuilt_open(api: APIClient, capsys) -> None:
+    make_version({**WAITS, "timeout_seconds": 90}, name="bounded")
+    body = api.post("/executions", {"workflow": "bounded"}, format="json").json()
+    timer = Timer.objects.get(execution_id=body["id"], kind="deadline")
+    timer.delete()
+    with pytest.raises(CommandError, match="1 problem"):
+        call_command("verify_logs", body["id"])
+    assert "[timers] deadline timer #0: no row" in capsys.readouterr().out
+    call_command("verify_logs", body["id"], "--rebuild")
+    rebuilt = Timer.objects.get(execution_id=body["id"], kind="deadline")
+    # Still running: the deadline must still fire.
+    assert (rebuilt.due_at, rebuilt.fired_at) == (timer.due_at, None)
