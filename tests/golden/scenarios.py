@@ -237,3 +237,24 @@ SIGNAL = {
         {"id": "paid", "type": "signal", "signal": "payment", "depends_on": ["gate"]},
     ]
 }
+
+#: A definition's timeout_seconds passing while a node sleeps: workflow_timed_out, the
+#: node cancelled, the saga run, the execution failed with a WorkflowTimeout.
+WORKFLOW_TIMEOUT = {
+    "timeout_seconds": 1,
+    "nodes": [
+        {
+            "id": "book",
+            "type": "function",
+            "function": "std.echo",
+            "compensation": {"type": "function", "function": "std.echo", "input": "undo"},
+        },
+        {
+            "id": "slow",
+            "type": "function",
+            "function": "std.sleep",
+            "depends_on": ["book"],
+            "input": {"seconds": 60},
+        },
+    ],
+}

@@ -205,3 +205,10 @@ def test_record_waits(live) -> None:
     control.signal_send(execution_id=execution.pk, node_id="gate", decision="approve")
     done = live.wait(execution.pk)
     dump("signal", done, scenarios.SIGNAL, "a named signal kept, then delivered to its node")
+
+
+def test_record_workflow_timeout(live) -> None:
+    """A definition's deadline: workflow_timed_out."""
+    note = "timeout_seconds passes while a node sleeps: cancelled, compensated, failed"
+    done = run(live, "workflow_timeout", scenarios.WORKFLOW_TIMEOUT, note)
+    assert done.error["type"] == "WorkflowTimeout"
