@@ -141,7 +141,9 @@ class ApprovalTimedOut(Payload):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkflowTimedOut(Payload):
+    #: The deadline that passed (workflow_started's).
     deadline_at: str | None = None
+    #: The definition's timeout_seconds, if it has one (the deadline may be a parent's).
     timeout_seconds: float | None = field(default=None, metadata=_OPTIONAL)
 
 
