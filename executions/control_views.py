@@ -16,7 +16,7 @@ from executions.kernel.log import state_at
 from executions.models import Execution
 from executions.retention.tombstones import execution_or_gone
 from executions.serializers import ExecutionSerializer
-from executions.services import bulk, control, signals, whatif, why
+from executions.services import bulk, control, parking, signals, whatif, why
 from workflows.conf import engine_settings
 from workflows.rest.fields import (
     MAX_INT32,
@@ -198,12 +198,26 @@ class SignalView(_ControlView):
         return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
 
 
+class ParkedTaskView(_ControlView):
+    """retry: a parked node gets another round of attempts; with action="fail" it fails as
+    it would have without parking (the execution fails, compensations run)."""
+
+    action = "retry"
+
+    @extend_schema(request=None, responses={202: ExecutionSerializer, 409: CONFLICT})
+    def post(self, request: Request, execution_id, node_id: str) -> Response:
+        self.execution(execution_id)
+        service = parking.parked_task_retry if self.action == "retry" else parking.parked_task_fail
+        service(execution_id=execution_id, node_id=node_id, by=request.user.get_username())
+        return Response(ExecutionSerializer(self.execution(execution_id)).data, status=202)
+
+
 class WhyReasonSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="waiting_for_parents, condition_false, trigger_rule, retry_backoff, timer, "
         "waiting_for_approval, waiting_for_signal, waiting_for_child, concurrency_limit, "
         "pool_full, execution_paused, queued, running, execution_ended, upstream_failed, "
-        "max_parallel"
+        "max_parallel, parked"
     )
     message = serializers.CharField(help_text="The reason in words.")
 

@@ -43,6 +43,16 @@ urlpatterns = [
         "approve",
     ),
     *both(
+        "executions/<uuid:execution_id>/tasks/<str:node_id>/retry",
+        control_views.ParkedTaskView.as_view(action="retry"),
+        "task-retry",
+    ),
+    *both(
+        "executions/<uuid:execution_id>/tasks/<str:node_id>/fail",
+        control_views.ParkedTaskView.as_view(action="fail"),
+        "task-fail",
+    ),
+    *both(
         "executions/<uuid:execution_id>/signals/<str:name>",
         control_views.NamedSignalView.as_view(),
         "signal",

@@ -37,7 +37,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.models import Execution as ExecutionRow
 from executions.retention.tombstones import tombstone_of
 from executions.serializers import EventSerializer, ExecutionSerializer
-from executions.services import control
+from executions.services import control, parking
 from executions.services.keys import IdempotencyConflict as _KeyConflict
 from executions.services.signals import execution_signal
 from executions.services.start import execution_start
@@ -258,6 +258,14 @@ class Execution:
         _check_json("data", data)
         return self._act(control.signal_send, node_id=node_id, decision="reject", data=data, by=by)
 
+    def retry_task(self, node_id: str, *, by: Any = None) -> Execution:
+        """A parked node (on_exhausted "park") gets another round of attempts."""
+        return self._act(parking.parked_task_retry, node_id=node_id, by=by)
+
+    def fail_task(self, node_id: str, *, by: Any = None) -> Execution:
+        """A parked node fails as it would have without parking."""
+        return self._act(parking.parked_task_fail, node_id=node_id, by=by)
+
     def events(self, after_seq: int = 0) -> list[dict[str, Any]]:
         """The log after `after_seq`, as GET .../events shows it."""
         rows = selectors.event_list(execution=self._row, after_seq=after_seq)
@@ -314,6 +322,12 @@ class Execution:
 
     async def areject(self, node_id: str, data: Any = None, *, by: Any = None) -> Execution:
         return await sync_to_async(self.reject)(node_id, data, by=by)
+
+    async def aretry_task(self, node_id: str, *, by: Any = None) -> Execution:
+        return await sync_to_async(self.retry_task)(node_id, by=by)
+
+    async def afail_task(self, node_id: str, *, by: Any = None) -> Execution:
+        return await sync_to_async(self.fail_task)(node_id, by=by)
 
     async def aevents(self, after_seq: int = 0) -> list[dict[str, Any]]:
         return await sync_to_async(self.events)(after_seq)

@@ -61,6 +61,12 @@ def _retry_policy(bound: Limits) -> dict[str, Any]:
                 "type": "array",
                 "items": {"type": "string", "minLength": 1},
             },
+            "on_exhausted": {
+                "type": "string",
+                "enum": ["fail", "park"],
+                "description": "fail (default): the execution fails; park: the node waits, "
+                "parked, for POST .../tasks/{node_id}/retry or /fail.",
+            },
         },
     }
 

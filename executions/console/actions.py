@@ -26,7 +26,7 @@ from executions.definitions import definition_for
 from executions.engine.counterfactual import Report
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.models import Execution, Task
-from executions.services import control, whatif
+from executions.services import control, parking, whatif
 from executions.services.signals import execution_signal, signal_names
 from workflows.models import WorkflowVersion
 from workflows.rest.permissions import APPROVE, OPERATE
@@ -58,6 +58,13 @@ class NodeChoice(ChoiceForm):
 
     choose = "node"
     node = forms.ChoiceField(required=False)
+
+
+class ParkedChoice(ChoiceForm):
+    """A parked node of the execution."""
+
+    choose = "node"
+    node = forms.ChoiceField()
 
 
 class ReplayForm(NodeChoice):
@@ -147,6 +154,11 @@ def waiting_approvals(execution: Execution) -> list[str]:
     return node_ids(execution, statuses=(TaskStatus.WAITING,), type="approval")
 
 
+def parked_nodes(execution: Execution) -> list[str]:
+    """Nodes out of attempts under on_exhausted "park", waiting for a retry or a fail."""
+    return node_ids(execution, statuses=(TaskStatus.PARKED,))
+
+
 def _cancel(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
     control.execution_cancel(execution_id=execution.pk, by=by)
     return (
@@ -222,6 +234,21 @@ def _signal(decision: str) -> Callable[[Execution, dict[str, Any], str], tuple[s
         return f"Node {data['node']}: {decision} recorded.", execution
 
     return run
+
+
+def _unpark(action: str) -> Callable[[Execution, dict[str, Any], str], tuple[str, Execution]]:
+    service = parking.parked_task_retry if action == "retry" else parking.parked_task_fail
+    done = {"retry": "another round of attempts starts", "fail": "it fails for good"}[action]
+
+    def run(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
+        service(execution_id=execution.pk, node_id=data["node"], by=by)
+        return f"Parked node {data['node']}: {done}.", execution
+
+    return run
+
+
+def _parked_form(execution: Execution, data: Any, node: str) -> forms.Form:
+    return ParkedChoice(data, choices=_pairs(parked_nodes(execution)), initial={"node": node})
 
 
 def _retry_form(execution: Execution, data: Any, node: str) -> forms.Form:
@@ -310,6 +337,27 @@ ACTIONS: dict[str, Action] = {
             lambda e: e.status not in EXECUTION_TERMINAL and bool(_signal_names(e)),
             _named_signal_form,
             _send_signal,
+        ),
+        Action(
+            "retry_parked",
+            "Retry parked node",
+            "The parked node (out of attempts) gets another round of attempts, the first at "
+            "once; if they run out too it parks again.",
+            OPERATE,
+            lambda e: bool(parked_nodes(e)),
+            _parked_form,
+            _unpark("retry"),
+        ),
+        Action(
+            "fail_parked",
+            "Fail parked node",
+            "The parked node fails for good, as it would have without parking: the execution "
+            "fails and the compensations of the nodes that succeeded run.",
+            OPERATE,
+            lambda e: bool(parked_nodes(e)),
+            _parked_form,
+            _unpark("fail"),
+            danger=True,
         ),
         Action(
             "approve",

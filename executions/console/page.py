@@ -38,7 +38,7 @@ _ITEM = "["
 _SETTLED = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 #: Left to right in a map's item bar: done, then going, then not yet.
 _ITEM_ORDER = (
-    "succeeded", "failed", "cancelled", "skipped", "running", "retrying", "waiting",
+    "succeeded", "failed", "cancelled", "skipped", "running", "retrying", "parked", "waiting",
     "scheduled", "pending",
 )  # fmt: skip
 

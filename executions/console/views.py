@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from executions.console.actions import available, waiting_approvals
+from executions.console.actions import available, parked_nodes, waiting_approvals
 from executions.console.page import ATTEMPTS_SHOWN, execution_or_404, execution_page, shown
 from executions.console.timeline import seconds_text
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
@@ -48,6 +48,7 @@ def console_view(
         "may_operate": user.has_perm(OPERATE),
         "may_approve": user.has_perm(APPROVE),
         "waiting_approvals": set(waiting_approvals(execution)),
+        "parked": set(parked_nodes(execution)),
         "retryable": set(control.RETRYABLE_NODE),
         "terminal": execution.status in EXECUTION_TERMINAL,
         "events_url": reverse("workflows:event-list", args=[execution.pk]),

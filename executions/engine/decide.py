@@ -19,6 +19,7 @@ from executions.engine.fold import apply_event
 from executions.engine.nodes import start_node
 from executions.engine.payloads import (
     Reason,
+    TaskParked,
     TaskRetryScheduled,
     TaskScheduled,
     WorkflowCompleted,
@@ -27,7 +28,7 @@ from executions.engine.payloads import (
     decided,
 )
 from executions.engine.readers import SCHEDULED_TYPE
-from executions.engine.retry import retry_delay, should_retry
+from executions.engine.retry import parks, retry_delay, should_retry
 from executions.engine.rules import (
     RUNS_AFTER_FAILURE,
     Verdict,
@@ -51,7 +52,9 @@ class DecideLoopError(RuntimeError):
 
 #: Events decide never emits: their fold handlers mutate node state in place
 #: (started_attempts) or touch nodes other than event.node_id, so a fork cannot take them.
-_NOT_DECIDED = frozenset({EventType.TASK_STARTED, EventType.RETRY_REQUESTED})
+_NOT_DECIDED = frozenset(
+    {EventType.TASK_STARTED, EventType.RETRY_REQUESTED, EventType.TASK_UNPARKED}
+)
 
 
 def decide(definition: Definition, state: ExecutionState) -> list[Decision]:
@@ -142,7 +145,7 @@ def _stop_nodes(
         if saga and compensation.is_task(node.id):
             continue
         current = state.peek(node.id)
-        if current.status in (TaskStatus.PENDING, TaskStatus.FAILED, *_ACTIVE):
+        if current.status in (TaskStatus.PENDING, TaskStatus.FAILED, TaskStatus.PARKED, *_ACTIVE):
             if current.status == TaskStatus.FAILED and failed_for_good(node, current):
                 continue
             attempt = current.attempt if current.status in _ACTIVE else None
@@ -229,6 +232,7 @@ _QUIET = frozenset(
         TaskStatus.SUCCEEDED,
         TaskStatus.SKIPPED,
         TaskStatus.CANCELLED,
+        TaskStatus.PARKED,
     }
 )
 
@@ -259,6 +263,11 @@ def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[De
     policy = node.retry_policy
     error = record_of(current.error)
     if not should_retry(policy, attempt=current.tries, error=error):
+        if parks(policy, attempt=current.tries, error=error, given_up=current.given_up):
+            parked = TaskParked(
+                attempts=current.tries, error_type=error.type if error is not None else None
+            )
+            yield decided(EventType.TASK_PARKED, parked, node.id, current.attempt)
         return
     delay = retry_delay(
         policy,

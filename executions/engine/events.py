@@ -40,6 +40,10 @@ class EventType(StrEnum):
     #: A decision: the execution's deadline timer fired while it ran (data:
     #: {"deadline_at", "timeout_seconds"}); it ends failed with a WorkflowTimeout.
     WORKFLOW_TIMED_OUT = "workflow_timed_out"
+    #: A decision: a node out of attempts under retry_policy.on_exhausted "park" waits.
+    TASK_PARKED = "task_parked"
+    #: An operator's answer to a parked node (data: {"action": "retry" | "fail", "by"}).
+    TASK_UNPARKED = "task_unparked"
 
 
 #: At most one of these per (node, attempt): enforced by a database constraint.

@@ -102,6 +102,7 @@ def _task_scheduled(state: ExecutionState, event: Event) -> None:
     # An answer or a timeout belongs to the attempt it came for (an approval may retry).
     node.signal = None
     node.timer_fired = False
+    node.given_up = False
     # The kind says what scheduling makes of the node (an approval waits for a signal, a
     # map runs in the orchestrator while its items do); a kind this engine does not know
     # (a history from another version) is taken as a worker's.
@@ -156,6 +157,28 @@ def _task_retry_scheduled(state: ExecutionState, event: Event) -> None:
     due = r.RETRY_DUE_AT(event.data, event.payload)
     node.next_retry_at = datetime.fromisoformat(due) if isinstance(due, str) else due
     node.retry_due = False
+
+
+def _task_parked(state: ExecutionState, event: Event) -> None:
+    node = _current(state, event)
+    if node is not None and node.status == TaskStatus.FAILED:
+        node.status = TaskStatus.PARKED
+
+
+def _task_unparked(state: ExecutionState, event: Event) -> None:
+    node = state.node(event.node_id or "")
+    if node.status != TaskStatus.PARKED:
+        return  # the service refuses it; a fold stays total anyway
+    if p.decode(p.TaskUnparked, event.data, event.payload).action == "retry":
+        # Another round: the policy's budget counts from here, the first attempt at once.
+        node.attempt_base = node.attempt
+        node.retry_count = 0
+        node.status = TaskStatus.RETRYING
+        node.next_retry_at = None
+        node.retry_due = True
+    else:
+        node.status = TaskStatus.FAILED
+        node.given_up = True
 
 
 def _task_skipped(state: ExecutionState, event: Event) -> None:
@@ -272,6 +295,8 @@ _HANDLERS: dict[str, Callable[[ExecutionState, Event], None]] = {
     EventType.TASK_TIMED_OUT: _failed(ErrorRecord("Timeout", "attempt timed out", True)),
     EventType.TASK_RETRY_SCHEDULED: _task_retry_scheduled,
     EventType.TASK_SKIPPED: _task_skipped,
+    EventType.TASK_PARKED: _task_parked,
+    EventType.TASK_UNPARKED: _task_unparked,
     EventType.TASK_CANCELLED: _task_cancelled,
     EventType.TIMER_STARTED: _timer_started,
     EventType.TIMER_FIRED: _timer_fired,

@@ -204,6 +204,20 @@ class WorkflowFailed(Payload):
     error: ErrorRecord | None = field(default=None, metadata=_ERROR)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TaskParked(Payload):
+    #: Attempts in the round that ran out (since the start or the last operator retry).
+    attempts: int = 0
+    error_type: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskUnparked(Payload):
+    #: "retry": another round of attempts; "fail": the node fails as exhaustion would have.
+    action: str = ""
+    by: str | None = field(default=None, metadata=_OPTIONAL)
+
+
 #: Each event type's payload class: the one table the codec reads.
 PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.WORKFLOW_STARTED: WorkflowStarted,
@@ -231,6 +245,8 @@ PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.FAULT_INJECTED: FaultInjected,
     EventType.APPROVAL_TIMED_OUT: ApprovalTimedOut,
     EventType.WORKFLOW_TIMED_OUT: WorkflowTimedOut,
+    EventType.TASK_PARKED: TaskParked,
+    EventType.TASK_UNPARKED: TaskUnparked,
 }
 
 _CLASSES: set[type[Payload]] = {Payload, *PAYLOADS.values()}

@@ -56,6 +56,18 @@ def should_retry(policy: RetryPolicy, *, attempt: int, error: ErrorRecord | None
     return attempt < policy.max_attempts
 
 
+def parks(policy: RetryPolicy, *, attempt: int, error: ErrorRecord | None, given_up: bool) -> bool:
+    """Out of attempts (not refused by its error) under on_exhausted "park", and not failed
+    by an operator since: the node waits, parked, instead of failing."""
+    if policy.on_exhausted != "park" or given_up:
+        return False
+    if error is not None and (
+        error.retryable is False or error.type in policy.non_retryable_errors
+    ):
+        return False
+    return attempt >= policy.max_attempts
+
+
 def _backoff(policy: RetryPolicy, step: int) -> float:
     """initial * coefficient^(step-1), capped; never overflows however many attempts."""
     if policy.backoff_coefficient > 1:

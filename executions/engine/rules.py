@@ -15,7 +15,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from executions.engine.errors import record_of
-from executions.engine.retry import should_retry
+from executions.engine.retry import parks, should_retry
 from executions.engine.state import ExecutionState, NodeState
 from executions.engine.statuses import TaskStatus
 from workflows.dsl import Definition, Node
@@ -62,10 +62,13 @@ _EAGER = {
 
 
 def failed_for_good(node: Node, state: NodeState) -> bool:
-    """Failed, and the policy allows no further attempt."""
+    """Failed, and the policy allows no further attempt nor a wait for an operator (park)."""
     if state.status != TaskStatus.FAILED:
         return False
-    return not should_retry(node.retry_policy, attempt=state.tries, error=record_of(state.error))
+    policy, error = node.retry_policy, record_of(state.error)
+    if should_retry(policy, attempt=state.tries, error=error):
+        return False
+    return not parks(policy, attempt=state.tries, error=error, given_up=state.given_up)
 
 
 def is_settled(node: Node, state: NodeState) -> bool:

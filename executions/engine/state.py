@@ -39,6 +39,9 @@ class NodeState:
     completed_seq: int | None = None
     #: Attempts that reported task_started, to prove a node ran no more than recorded.
     started_attempts: list[int] = field(default_factory=list)
+    #: An operator failed the node while it was parked: it is failed for good, as it
+    #: would have been without on_exhausted "park" (a new attempt clears it).
+    given_up: bool = False
 
     @property
     def tries(self) -> int:

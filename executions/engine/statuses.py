@@ -27,6 +27,8 @@ class TaskStatus(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
+    #: Out of attempts under on_exhausted "park": waits for an operator's retry or fail.
+    PARKED = "parked"
 
 
 def choices(statuses: type[StrEnum]) -> list[tuple[str, str]]:

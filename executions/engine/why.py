@@ -432,6 +432,16 @@ def _waiting(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
     }
 
 
+def _parked(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
+    yield {
+        "code": "parked",
+        "message": f"out of attempts ({current.tries}); waiting for POST "
+        f".../tasks/{node.id}/retry (another round) or .../fail",
+        "attempts": current.tries,
+        "error": current.error,
+    }
+
+
 NODE_RULES: dict[str, list[NodeRule]] = {
     TaskStatus.PENDING: [_parents],
     TaskStatus.SCHEDULED: [_scheduled, _pool_full],
@@ -439,6 +449,7 @@ NODE_RULES: dict[str, list[NodeRule]] = {
     TaskStatus.RETRYING: [_retrying],
     TaskStatus.FAILED: [_failed],
     TaskStatus.WAITING: [_waiting],
+    TaskStatus.PARKED: [_parked],
 }
 
 

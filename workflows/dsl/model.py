@@ -41,6 +41,9 @@ class RetryPolicy:
     jitter: bool = True
     #: Error types (NodeError.type) that fail the node at once.
     non_retryable_errors: tuple[str, ...] = ()
+    #: What a node that runs out of attempts does: `fail` (the execution fails) or `park`
+    #: (it waits, status `parked`, for an operator's retry or fail).
+    on_exhausted: str = "fail"
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,10 @@ def parse_policy(
         values["non_retryable_errors"] = _names(
             c, policy["non_retryable_errors"], node=node, field=at + "non_retryable_errors"
         )
+    if "on_exhausted" in policy:
+        values["on_exhausted"] = _on_exhausted(
+            c, policy["on_exhausted"], node=node, field=at + "on_exhausted"
+        )
     merged = dataclasses.replace(base, **{k: v for k, v in values.items() if v is not None})
     if merged.max_interval_seconds < merged.initial_interval_seconds:
         c.add(
@@ -69,6 +73,17 @@ def parse_policy(
             field=at + "max_interval_seconds",
         )
     return merged
+
+
+#: The values of `on_exhausted`.
+ON_EXHAUSTED = ("fail", "park")
+
+
+def _on_exhausted(c: Collector, value: object, *, node: str | None, field: str) -> str | None:
+    if value not in ON_EXHAUSTED:
+        c.add(f'must be "fail" or "park" (got {describe(value)})', node=node, field=field)
+        return None
+    return str(value)
 
 
 def _boolean(c: Collector, value: object, *, node: str | None, field: str) -> bool | None:

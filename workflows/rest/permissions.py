@@ -52,6 +52,8 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "resume": {"POST": (OPERATE,)},
     "retry": {"POST": (OPERATE,)},
     "replay": {"POST": (OPERATE,)},
+    "task-retry": {"POST": (OPERATE,)},
+    "task-fail": {"POST": (OPERATE,)},
     # Approval nodes may further name their approvers (executions.services.control).
     "approve": {"POST": (APPROVE,)},
     "reject": {"POST": (APPROVE,)},
