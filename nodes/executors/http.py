@@ -4,7 +4,9 @@ Request: ``{"method", "url", "headers"?, "params"?, "json"? | "body"?}``.
 Output: ``{"status_code", "headers" (lower-case names), "body"}``, the body parsed when
 the response is JSON, else text, cut at WORKFLOW_HTTP_MAX_RESPONSE_BYTES (then
 ``"truncated": true`` is added). The whole request, body included, ends by one deadline:
-the node's timeout_seconds, else WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS.
+the node's timeout_seconds, else WORKFLOW_HTTP_DEFAULT_TIMEOUT_SECONDS. While the
+server keeps it waiting, the attempt heartbeats (executors/transport.py): a cancel closes
+the connection within a heartbeat's interval and the attempt stops cancelled.
 """
 
 from __future__ import annotations
@@ -179,7 +181,8 @@ def run_http(
     deadline = time.monotonic() + seconds
     own_client = client is None
     session = client or httpx.Client(
-        transport=GuardedTransport(allowed_hosts, deadline), trust_env=False
+        transport=GuardedTransport(allowed_hosts, deadline, interrupt=ctx.heartbeat),
+        trust_env=False,
     )
     limit = bounds.http_max_response_bytes
     try:
