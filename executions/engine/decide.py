@@ -243,6 +243,7 @@ def _attend(
     """One pass over started nodes (or `only` these): failures to retry, retry timers that
     fired, delay timers that fired, approvals that were answered."""
     nodes = state.nodes
+    taken: dict[str, int] = {}  # kept signals this pass delivered, by name
     for node in maps.all_nodes(definition, state) if only is None else only:
         current = nodes.get(node.id)
         if current is None or current.status in _QUIET:
@@ -256,7 +257,7 @@ def _attend(
             )
             yield decided(EventType.TASK_SCHEDULED, again, node.id, current.attempt + 1)
         elif current.status == TaskStatus.WAITING:
-            yield from waits.attend(node, current, state)
+            yield from waits.attend(node, current, state, taken)
 
 
 def _retry(node: Node, current: NodeState, state: ExecutionState) -> Iterator[Decision]:

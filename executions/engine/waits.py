@@ -60,8 +60,12 @@ def signal_received(state: ExecutionState, event: Event) -> None:
         state.signals = {**others, name: rest} if rest else others
 
 
-def attend(node: Node, current: NodeState, state: ExecutionState) -> Iterator[Decision]:
-    """decide, for a node in `waiting`: its answer, its timer, or a kept signal."""
+def attend(
+    node: Node, current: NodeState, state: ExecutionState, taken: dict[str, int] | None = None
+) -> Iterator[Decision]:
+    """decide, for a node in `waiting`: its answer, its timer, or a kept signal. `taken`
+    counts, per name, the kept signals this pass already delivered: nodes waiting for the
+    same name at once get one signal each, oldest first (fold takes each from the head)."""
     node_id = node.id
     if current.signal is not None:
         yield _answer(node, node_id, current)
@@ -73,9 +77,13 @@ def attend(node: Node, current: NodeState, state: ExecutionState) -> Iterator[De
             waited = p.TaskCompleted(output={"waited_until": _due_at(current)})
             yield p.decided(EventType.TASK_COMPLETED, waited, node_id, current.attempt)
     elif state.signals and isinstance(node.spec, SignalSpec):
-        kept = state.signals.get(node.spec.name)
-        if kept:
-            signal = p.decode(p.SignalReceived, kept[0])
+        name = node.spec.name
+        kept = state.signals.get(name)
+        index = taken.get(name, 0) if taken is not None else 0
+        if kept and index < len(kept):
+            if taken is not None:
+                taken[name] = index + 1
+            signal = p.decode(p.SignalReceived, kept[index])
             yield p.decided(EventType.SIGNAL_RECEIVED, signal, node_id, current.attempt)
 
 

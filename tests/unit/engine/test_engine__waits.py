@@ -136,6 +136,27 @@ def test_a_signal_sent_before_the_node_waits_is_kept_and_consumed_in_order() -> 
     assert_verified(run)
 
 
+def test_nodes_waiting_for_one_name_at_once_get_one_kept_signal_each() -> None:
+    gate = {"id": "gate", "type": "approval"}
+    waiters = [
+        {"id": f"w{i}", "type": "signal", "signal": "payment", "depends_on": ["gate"]}
+        for i in range(3)
+    ]
+    run = run_of(gate, *waiters)
+    for data in (1, 2):
+        signal(run, "payment", data)
+    run.append(EventType.SIGNAL_RECEIVED, "gate", 1, {"decision": "approve"}, Source.API)
+    run.advance()
+    # Two signals, three waiters: the first two take one each, oldest first; one waits on.
+    assert [run.state.node(f"w{i}").output for i in range(3)] == [1, 2, None]
+    assert run.state.node("w2").status == TaskStatus.WAITING
+    assert run.state.signals == {}
+    signal(run, "payment", 3)
+    assert run.state.node("w2").output == 3
+    assert run.state.status == "succeeded"
+    assert_verified(run)
+
+
 def test_a_signal_node_times_out_as_a_timed_out_attempt() -> None:
     run = run_of({**SIGNAL, "timeout_seconds": 30, "retry_policy": {"max_attempts": 1}})
     fire_timeout(run, "paid")
