@@ -14,6 +14,7 @@ from workflows.conf import engine_settings
 from workflows.dsl.limits import limits
 from workflows.rest.fields import (
     MAX_INT32,
+    StrictCharField,
     StrictDateTimeField,
     StrictIntegerField,
     WorkflowRefField,
@@ -116,6 +117,15 @@ class FaultsSerializer(serializers.Serializer):
         return attrs
 
 
+class StartSignalSerializer(serializers.Serializer):
+    name = StrictCharField(
+        max_length=200, help_text="A name a signal node of the workflow waits for."
+    )
+    data = serializers.JSONField(  # type: ignore[assignment]
+        required=False, default=None, allow_null=True, help_text="Any JSON: the node's output."
+    )
+
+
 class ExecutionCreateSerializer(serializers.Serializer):
     workflow = WorkflowRefField(help_text="The workflow's id or name.")
     version = StrictIntegerField(
@@ -139,6 +149,12 @@ class ExecutionCreateSerializer(serializers.Serializer):
         "executions are run first (Redis broker; the embedded broker keeps arrival order).",
     )
     tags = TagsField(required=False, default=dict, allow_null=True)
+    signal = StartSignalSerializer(
+        required=False,
+        help_text="Signal-with-start (needs an Idempotency-Key): delivered to the execution "
+        "the key started if it has not ended (200), or the execution is started with the "
+        "signal waiting for its node (201).",
+    )
 
     def validate_faults(self, value: dict[str, Any]) -> dict[str, Any]:
         if not engine_settings.FAULT_INJECTION:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import status
@@ -22,9 +24,11 @@ from executions.serializers import (
     TaskDetailSerializer,
     TaskSerializer,
 )
+from executions.services.signals import execution_signal_with_start
 from executions.services.start import execution_start
 from workflows.conf import engine_settings
 from workflows.dsl.concurrency import ConcurrencyKeyError
+from workflows.models import WorkflowVersion
 from workflows.rest.fields import MAX_INT32
 from workflows.rest.openapi import CONFLICT, extend_schema, idempotency_header, query_parameter
 from workflows.rest.pagination import CountlessPage, LogPage, SeqPage
@@ -51,7 +55,7 @@ class ExecutionListCreate(EngineListView):
     @extend_schema(
         request=ExecutionCreateSerializer,
         parameters=[IDEMPOTENCY_KEY],
-        responses={201: ExecutionSerializer, 409: CONFLICT},
+        responses={200: ExecutionSerializer, 201: ExecutionSerializer, 409: CONFLICT},
     )
     def post(self, request: Request) -> Response:
         body = ExecutionCreateSerializer(data=request.data)
@@ -60,6 +64,8 @@ class ExecutionListCreate(EngineListView):
         version = selectors.version_named(data["workflow"], data.get("version"))
         key = idempotency_key(request)
         input = {} if data["input"] is None else data["input"]
+        if "signal" in data:
+            return _signal_with_start(request, data, version, key, input)
         try:
             execution, _ = execution_start(
                 version=version,
@@ -77,6 +83,31 @@ class ExecutionListCreate(EngineListView):
         except ConcurrencyKeyError as exc:
             raise ValidationError({"input": [str(exc)]}) from None
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_201_CREATED)
+
+
+def _signal_with_start(
+    request: Request, data: dict[str, Any], version: WorkflowVersion, key: str | None, input: Any
+) -> Response:
+    if key is None:
+        needs = "Signal-with-start needs an Idempotency-Key header: it names the execution"
+        raise ValidationError({"signal": [f"{needs} to signal or to start."]})
+    if data.get("faults") is not None:
+        raise ValidationError({"faults": ["Not with signal."]})
+    try:
+        execution, started = execution_signal_with_start(
+            version=version,
+            input=input,
+            idempotency_key=key,
+            name=data["signal"]["name"],
+            data=data["signal"]["data"],
+            by=request.user.get_username(),
+            start_at=data.get("start_at"),
+            priority=data["priority"],
+        )
+    except ConcurrencyKeyError as exc:
+        raise ValidationError({"input": [str(exc)]}) from None
+    code = status.HTTP_201_CREATED if started else status.HTTP_200_OK
+    return Response(ExecutionSerializer(execution).data, status=code)
 
 
 class ExecutionDetail(EngineRetrieveView):

@@ -37,6 +37,7 @@ shaped = st.fixed_dictionaries(
         "comment": json_values,
         "cron": json_values,
         "timezone": json_values,
+        "signal": json_values | st.fixed_dictionaries({"name": json_values}),
     },
 )
 bodies = json_values | shaped
@@ -59,6 +60,8 @@ def paths(db):
         f"{base}/tasks/review/approve",
         f"{base}/tasks/review/reject",
         "/schedules",
+        f"{base}/tasks/review/retry",
+        f"{base}/tasks/review/fail",
     ]
 
 
@@ -67,10 +70,21 @@ def paths(db):
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(body=bodies, which=st.integers(0, 8))
+@given(body=bodies, which=st.integers(0, 10))
 def test_random_bodies_never_500(api, paths, body, which) -> None:
     response = api.post(paths[which], body, format="json")
     assert response.status_code < 500, (paths[which], body, response.content[:300])
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=bodies, key=st.sampled_from(["k1", "k2"]))
+def test_random_signal_with_start_bodies_never_500(api, paths, body, key) -> None:
+    response = api.post("/executions", body, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    assert response.status_code < 500, (body, response.content[:300])
 
 
 @settings(
