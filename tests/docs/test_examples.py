@@ -119,6 +119,13 @@ def _report(input: Any, ctx: Any) -> dict[str, Any]:
     return {"rows": 3, "day": input["day"]}
 
 
+def _charge(input: Any, ctx: Any) -> dict[str, Any]:
+    """The payment provider is down for the first round of three attempts."""
+    if ctx.attempt <= 3:
+        raise ConnectionError("payment provider unavailable")
+    return {"charged": input["amount"]}
+
+
 EXPECTED: dict[str, Expected] = {
     # docs/tutorial/first-workflow.md
     "greeting": Expected(
@@ -205,6 +212,20 @@ EXPECTED: dict[str, Expected] = {
         modules=("project/shop/partner_functions.py",),
         answers=(("approve", "sign_off"),),
         output={"account": "acme", "authorized": True},
+    ),
+    # docs/how-to/parking-cancel-signal-with-start.md: parked, then retried by an operator
+    "charge-or-park": Expected(
+        input={"sku": "A-1", "amount": 30},
+        stand_ins={"payments.charge": _charge},
+        answers=(("retry_task", "charge"),),
+        recorded=("task_parked", "task_unparked"),
+        output={"sku": "A-1", "receipt": {"charged": 30}},
+    ),
+    # docs/how-to/parking-cancel-signal-with-start.md: two lines, the first one with the start
+    "collect-order-lines": Expected(
+        input={"cart": "c-9"},
+        answers=(("signal", "line", {"sku": "A-1"}), ("signal", "line", {"sku": "B-2"})),
+        output={"cart": "c-9", "lines": [{"sku": "A-1"}, {"sku": "B-2"}]},
     ),
 }
 

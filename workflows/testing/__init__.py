@@ -118,6 +118,14 @@ class Result:
     def reject(self, node_id: str) -> Result:
         return self._answer(lambda handle: handle.reject(node_id, by=BY))
 
+    def retry_task(self, node_id: str) -> Result:
+        """Give the parked node `node_id` another round of attempts, then run on."""
+        return self._answer(lambda handle: handle.retry_task(node_id, by=BY))
+
+    def fail_task(self, node_id: str) -> Result:
+        """Fail the parked node `node_id` as it would have failed unparked, then run on."""
+        return self._answer(lambda handle: handle.fail_task(node_id, by=BY))
+
     def advance(self, seconds: float) -> Result:
         """Let `seconds` pass on the run's clock, firing what falls due meanwhile (a
         wait's timeout too), then run on to the next wait or the end."""
