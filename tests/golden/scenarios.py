@@ -258,3 +258,24 @@ WORKFLOW_TIMEOUT = {
         },
     ],
 }
+
+#: A node out of attempts under on_exhausted "park": parked, retried (parked again), then
+#: failed by an operator; the first node's compensation runs: task_parked, task_unparked.
+PARKING = {
+    "retry_policy": {"max_attempts": 2, "initial_interval_seconds": 0.2, "on_exhausted": "park"},
+    "nodes": [
+        {
+            "id": "reserve",
+            "type": "function",
+            "function": "std.echo",
+            "compensation": {"type": "function", "function": "std.noop"},
+        },
+        {
+            "id": "charge",
+            "type": "function",
+            "function": "std.fail",
+            "depends_on": ["reserve"],
+            "input": {"message": "card declined", "retryable": True},
+        },
+    ],
+}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from executions.models import Event, Execution, Task, Timer
-from executions.services import control
+from executions.services import control, parking
 from executions.services.signals import execution_signal
 from tests.factories import make_version, start
 from tests.golden import scenarios
@@ -212,3 +212,19 @@ def test_record_workflow_timeout(live) -> None:
     note = "timeout_seconds passes while a node sleeps: cancelled, compensated, failed"
     done = run(live, "workflow_timeout", scenarios.WORKFLOW_TIMEOUT, note)
     assert done.error["type"] == "WorkflowTimeout"
+
+
+def test_record_parking(live) -> None:
+    """Recorded on its own (`-k parking`), so adding it re-records no other file."""
+    execution = start(scenarios.PARKING)
+    wait_for(execution, "charge", "parked")
+    parking.parked_task_retry(execution_id=execution.pk, node_id="charge", by="golden")
+    eventually(
+        lambda: Event.objects.filter(execution=execution, type="task_parked").count() == 2,
+        30,
+        "charge never parked again",
+    )
+    parking.parked_task_fail(execution_id=execution.pk, node_id="charge", by="golden")
+    done = live.wait(execution.pk)
+    assert done.status == "failed"
+    dump("parking", done, scenarios.PARKING, "parked, retried, parked again, failed")
