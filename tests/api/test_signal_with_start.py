@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from executions.models import Event, Execution
 from executions.services.control import execution_cancel
 from tests.factories import make_version
+from tests.integration.engine import assert_replayable
 
 pytestmark = pytest.mark.django_db
 
@@ -97,6 +98,7 @@ def test_the_key_of_an_ended_execution_is_a_409_and_records_nothing(client, work
     assert answer.status_code == 409, answer.content
     assert "has already cancelled" in answer.json()["detail"]
     assert signalled(started) == before
+    assert_replayable(Execution.objects.get(pk=started))
 
 
 def test_the_key_of_another_request_is_a_409(client, workflow) -> None:
