@@ -208,6 +208,7 @@ class WorkflowFailed(Payload):
 class TaskParked(Payload):
     #: Attempts in the round that ran out (since the start or the last operator retry).
     attempts: int = 0
+    #: The type of the last attempt's error (its error stays on the node).
     error_type: str | None = None
 
 
@@ -215,6 +216,7 @@ class TaskParked(Payload):
 class TaskUnparked(Payload):
     #: "retry": another round of attempts; "fail": the node fails as exhaustion would have.
     action: str = ""
+    #: The operator who answered.
     by: str | None = field(default=None, metadata=_OPTIONAL)
 
 
