@@ -321,6 +321,37 @@ def test_the_celery_example_reads_the_django_settings(settings) -> None:
     assert module.app.conf.broker_url == settings.CELERY_BROKER_URL
 
 
+def test_the_config_package_example_loads_the_celery_app_with_django() -> None:
+    """Without it, a process that is no worker (the web server, manage.py shell) publishes
+    through Celery's default app, to a broker that is not the project's."""
+    package = EXAMPLES / "project/config"
+    name = "docs_example_project_config"
+    spec = importlib.util.spec_from_file_location(
+        name, package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        assert module.celery_app is sys.modules[f"{name}.celery"].app
+        assert module.celery_app.main == "config"
+    finally:
+        for loaded in (name, f"{name}.celery"):
+            sys.modules.pop(loaded, None)
+
+
+def test_the_sqlite_settings_example_serializes_writers(tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {"BASE_DIR": tmp_path}
+    source = (EXAMPLES / "project/settings_sqlite.py").read_text()
+    exec(compile(source, "settings.py", "exec"), namespace)
+    database = namespace["DATABASES"]["default"]
+    assert database["ENGINE"] == "django.db.backends.sqlite3"
+    assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in database["OPTIONS"]["init_command"]
+
+
 @pytest.mark.django_db
 def test_the_start_example_starts_if_and_only_if_its_block_commits(example_functions) -> None:
     example_functions("project/shop/workflow_functions.py")
@@ -329,16 +360,20 @@ def test_the_start_example_starts_if_and_only_if_its_block_commits(example_funct
 
     def an_order_whose_own_write_fails() -> None:
         with transaction.atomic():
-            orders.place_order("A-1", 2)
+            orders.place_order("A-1", 2, 5)
             raise RuntimeError("the order's own write failed")
 
     with pytest.raises(RuntimeError):
         an_order_whose_own_write_fails()
     assert not Execution.objects.exists()
 
-    started = orders.place_order("A-1", 2)
+    started = orders.place_order("A-1", 2, 5)
     assert Execution.objects.filter(pk=started.id).exists()
     assert api.get(started.id).status in {"pending", "running", "succeeded"}
+    # The input it starts with is one the workflow runs to its end with.
+    ended = run("fulfil-order", Execution.objects.get(pk=started.id).input)
+    assert ended.status == "succeeded", ended.error
+    assert ended.output["charged"] == 10
 
 
 def test_the_signal_example_receives_every_ending(caplog) -> None:

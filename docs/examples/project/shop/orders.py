@@ -4,11 +4,11 @@ from django.db import transaction
 from workflows import api
 
 
-def place_order(sku, quantity, user=None):
+def place_order(sku, quantity, price, user=None):
     with transaction.atomic():
         # Your own writes go here (an Order row, say): the execution exists, and runs,
         # if and only if this block commits. A rollback leaves no execution behind.
-        run = api.start("fulfil-order", {"sku": sku, "quantity": quantity}, by=user)
+        run = api.start("fulfil-order", {"sku": sku, "quantity": quantity, "price": price}, by=user)
     return run
 
 
