@@ -133,7 +133,7 @@ def print_pointers(execution_id: str, base_url: str, token: str, out: Out) -> No
         f"{base_url}/executions/{execution_id}/events"
     )
     if "replay_execution" in get_commands():
-        out(f"  replay    python manage.py replay_execution {execution_id} --verify")
+        out(f"  replay    ./dev manage replay_execution {execution_id} --verify")
     out(f"  logs      {logs}/web.log, worker.log, beat.log")
     out("")
 
