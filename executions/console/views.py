@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+from http import HTTPStatus
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
@@ -14,6 +16,7 @@ from executions.console.page import ATTEMPTS_SHOWN, execution_or_404, execution_
 from executions.console.timeline import seconds_text
 from executions.engine.statuses import EXECUTION_TERMINAL, TaskStatus
 from executions.models import Execution
+from executions.retention.tombstones import tombstone_of
 from executions.services import control
 from workflows import clock
 from workflows.rest.permissions import APPROVE, OPERATE
@@ -22,11 +25,14 @@ from workflows.rest.permissions import APPROVE, OPERATE
 def console_view(
     model_admin: Any, request: HttpRequest, object_id: str, *, live: bool = False
 ) -> HttpResponse:
-    execution = execution_or_404(
-        object_id,
-        # The page shows the parent's and the original's ids only: no join to their rows.
-        Execution.objects.select_related("workflow", "version").defer("snapshot"),
-    )
+    try:
+        execution = execution_or_404(
+            object_id,
+            # The page shows the parent's and the original's ids only: no join to their rows.
+            Execution.objects.select_related("workflow", "version").defer("snapshot"),
+        )
+    except Http404:
+        return purged_view(model_admin, request, object_id)
     if not model_admin.has_view_permission(request, execution):
         raise PermissionDenied
     before = request.GET.get("before", "")
@@ -70,6 +76,30 @@ def console_view(
         else "admin/executions/execution/console.html"
     )
     return TemplateResponse(request, template, context)
+
+
+def purged_view(model_admin: Any, request: HttpRequest, object_id: str) -> HttpResponse:
+    """A link to a purged execution answers 410 with what its tombstone keeps, as the API
+    does: the id was real, and "not found" would hide that its log was deleted on purpose."""
+    try:
+        tombstone = tombstone_of(uuid.UUID(object_id))
+    except ValueError:
+        tombstone = None
+    if tombstone is None or not model_admin.has_view_permission(request):
+        raise Http404(f"no execution {object_id!r}")
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "title": f"Execution {tombstone.pk} (purged)",
+        "subtitle": None,
+        "tombstone": tombstone,
+        "tombstone_url": reverse("admin:executions_tombstone_change", args=[tombstone.pk])
+        if request.user.has_perm("executions.view_tombstone")
+        else "",
+    }
+    return TemplateResponse(
+        request, "admin/executions/execution/purged.html", context, status=HTTPStatus.GONE
+    )
 
 
 def duration(execution: Execution) -> str:

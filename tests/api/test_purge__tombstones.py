@@ -107,3 +107,17 @@ def test_the_admin_shows_tombstones_read_only(admin_client, purged: Execution) -
     deleted = admin_client.post(f"/admin/executions/tombstone/{purged.pk}/delete/", {"post": "yes"})
     assert deleted.status_code == 403
     assert Tombstone.objects.filter(pk=purged.pk).exists()
+
+
+def test_the_console_page_of_a_purged_execution_answers_410_with_its_tombstone(
+    admin_client, purged: Execution
+) -> None:
+    page = admin_client.get(f"/admin/executions/execution/{purged.pk}/change/")
+    assert page.status_code == 410
+    text = page.content.decode()
+    assert purged.last_hash in text
+    assert f"/admin/executions/tombstone/{purged.pk}/change/" in text
+    # An id that never existed is still "not found".
+    unknown = "00000000-0000-0000-0000-000000000000"
+    assert admin_client.get(f"/admin/executions/execution/{unknown}/change/").status_code == 404
+    assert admin_client.get("/admin/executions/execution/not-a-uuid/change/").status_code == 404
