@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
@@ -91,13 +92,36 @@ def lock_execution(execution_id: UUID | str) -> Locked:
     return locked
 
 
-def try_lock_execution(execution_id: UUID | str) -> Locked | None:
+def try_lock_execution(execution_id: UUID | str, *, then: Then | None = None) -> Locked | None:
     """lock_execution, or None at once if another transaction holds the lock: a worker
-    then leaves its fact in the inbox (kernel/inbox.py) for that holder to log."""
-    return _lock(execution_id, skip_locked=inbox.enabled())
+    then leaves its fact in the inbox (kernel/inbox.py) for that holder to log.
+
+    `then`: an UPDATE run in the same statement once the lock is taken (never if it is
+    not), its rows counted in `Locked.then_rows`: a worker's result sets its attempt's
+    row with no round trip of its own. Where there is no inbox it runs on its own after."""
+    locked = _lock(execution_id, skip_locked=inbox.enabled(), then=then)
+    if locked is not None and then is not None and locked.then_rows is None:
+        with connection.cursor() as cursor:
+            cursor.execute(*then)
+            locked.then_rows = cursor.rowcount
+    return locked
 
 
-def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Locked | None:
+#: An UPDATE ending in its WHERE clause, and its parameters.
+Then = tuple[str, list[Any]]
+
+#: The lock's SELECT, and an UPDATE made conditional on it, as one statement. The locked
+#: row is MATERIALIZED: read (and locked, or skipped) once, whoever reads it.
+_LOCK_THEN = """
+WITH locked AS MATERIALIZED ({lock}),
+then_rows AS ({then} AND EXISTS (SELECT 1 FROM locked) RETURNING 1)
+SELECT locked.*, (SELECT COUNT(*) FROM then_rows) AS then_rows FROM locked
+"""
+
+
+def _lock(
+    execution_id: UUID | str, *, skip_locked: bool, then: Then | None = None
+) -> Locked | None:
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
     logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
     queryset = Execution.objects.all()
@@ -112,7 +136,15 @@ def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Locked | None:
     if connection.features.has_select_for_update:
         queryset = queryset.select_for_update(skip_locked=skip_locked)
     # On SQLite the IMMEDIATE transaction already holds the database's write lock.
-    if skip_locked:
+    then_rows = None
+    if skip_locked and then is not None:
+        lock, params = _lock_sql(queryset, execution_id, deferred=is_cached(execution_id))
+        statement = _LOCK_THEN.format(lock=lock, then=then[0])
+        raw = Execution.objects.raw(statement, [*params, *then[1]])
+        execution = next(iter(raw), None)
+        if execution is not None:
+            then_rows = vars(execution).pop("then_rows")
+    elif skip_locked:
         execution = next(iter(queryset.filter(pk=execution_id)), None)
     else:
         execution = queryset.get(pk=execution_id)
@@ -120,6 +152,7 @@ def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Locked | None:
         return None
     # Read off the row: the handle carries it, the model instance no attribute of the lock's.
     locked = Locked(execution, inbox_waiting=vars(execution).pop("inbox_waiting", True))
+    locked.then_rows = then_rows
     if inbox.enabled():
         # Every holder looks at the inbox once it lets go: a worker that found the lock
         # taken wrote its fact and went on. A unit of work takes the look over.
@@ -127,6 +160,26 @@ def _lock(execution_id: UUID | str, *, skip_locked: bool) -> Locked | None:
         locked.look = look
         transaction.on_commit(partial(_look_after, look))
     return locked
+
+
+#: The lock's SELECT as the ORM compiles it, by whether it defers the snapshot: the same
+#: text for every execution, its id one of the parameters (at the index kept with it),
+#: compiled once per process instead of once per unit (the compiler cost more than the
+#: statement's round trip).
+_LOCK_SQL: dict[bool, tuple[str, list[Any], int]] = {}
+
+
+def _lock_sql(queryset: Any, execution_id: UUID | str, *, deferred: bool) -> tuple[str, list[Any]]:
+    key = Execution._meta.pk.get_db_prep_value(execution_id, connection)
+    cached = _LOCK_SQL.get(deferred)
+    if cached is not None:
+        text, params, at = cached
+        return text, [*params[:at], key, *params[at + 1 :]]
+    text, compiled = queryset.filter(pk=execution_id).query.sql_with_params()
+    params = list(compiled)
+    if params.count(key) == 1:
+        _LOCK_SQL[deferred] = (text, params, params.index(key))
+    return text, params
 
 
 def _look_after(look: Look) -> None:

@@ -12,6 +12,7 @@ from django.db import connection
 
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState, NodeState
+from executions.kernel.writes import Writes, as_json
 from executions.models import Execution, Task
 from executions.sqlnames import sql
 from workflows.dsl import Definition
@@ -56,14 +57,21 @@ def project(
     project_tasks(execution, state, node_ids, definition)
 
 
-def save_execution(execution: Execution, state: ExecutionState, *, snapshot: bool) -> None:
+def save_execution(
+    execution: Execution, state: ExecutionState, *, snapshot: bool, writes: Writes | None = None
+) -> None:
     """The execution's projection and bookkeeping, in one UPDATE. `snapshot`: a new one was
-    taken; else the (O(nodes) JSON) column is left as it was loaded."""
+    taken; else the (O(nodes) JSON) column is left as it was loaded. `writes`: staged
+    there (kernel/writes.py) instead of sent now."""
     for name, value in execution_fields(state).items():
         setattr(execution, name, value)
     if execution._state.adding:
         # Begun before its row was written (services/start.py): the row as decided.
         execution.save(force_insert=True)
+        return
+    if writes is not None:
+        statement = _UPDATE_EXECUTION_WITH_SNAPSHOT if snapshot else _UPDATE_EXECUTION
+        writes.add(statement, _execution_values(execution, snapshot=snapshot))
         return
     fields = [*EXECUTION_FIELDS, *BOOKKEEPING_FIELDS]
     if not snapshot:
@@ -71,17 +79,62 @@ def save_execution(execution: Execution, state: ExecutionState, *, snapshot: boo
     execution.save(update_fields=fields)
 
 
+#: save_execution's UPDATE as one statement of a unit's writes (PostgreSQL). JSON columns
+#: go in as JSON text; a JSON null is stored as SQL NULL, as Django stores None.
+_EXECUTION_SET = """
+    {x.status} = %s, {x.output} = NULLIF(%s::jsonb, 'null'::jsonb),
+    {x.error} = NULLIF(%s::jsonb, 'null'::jsonb), {x.started_at} = %s::timestamptz,
+    {x.ended_at} = %s::timestamptz, {x.last_seq} = %s, {x.last_hash} = %s,
+    {x.decided_seq} = %s, {x.snapshot_seq} = %s"""
+_UPDATE_EXECUTION = sql(f"UPDATE {{x}} SET {_EXECUTION_SET}\nWHERE {{x.id}} = %s", x=Execution)
+_UPDATE_EXECUTION_WITH_SNAPSHOT = sql(
+    f"UPDATE {{x}} SET {_EXECUTION_SET},\n    {{x.snapshot}} = NULLIF(%s::jsonb, 'null'::jsonb)"
+    "\nWHERE {x.id} = %s",
+    x=Execution,
+)
+
+
+def _execution_values(execution: Execution, *, snapshot: bool) -> list[Any]:
+    values: list[Any] = [
+        str(execution.status),
+        as_json(execution.output),
+        as_json(execution.error),
+        execution.started_at,
+        execution.ended_at,
+        execution.last_seq,
+        execution.last_hash,
+        execution.decided_seq,
+        execution.snapshot_seq,
+    ]
+    if snapshot:
+        values.append(as_json(execution.snapshot))
+    return [*values, execution.pk]
+
+
 def project_tasks(
     execution: Execution,
     state: ExecutionState,
     node_ids: Iterable[str],
     definition: Definition | None = None,
+    writes: Writes | None = None,
 ) -> None:
     """The Task rows of `node_ids`; a map's item tasks get theirs when they first appear
-    (given the definition). Call inside the lock."""
+    (given the definition). Call inside the lock. `writes`: staged there, as one
+    statement that updates the rows and inserts those missing (kernel/writes.py)."""
     touched = sorted(node_id for node_id in set(node_ids) if node_id in state.nodes)
     if execution.tasks_unwritten:
         _create_decided(execution, state, touched, definition)
+        return
+    if writes is not None:
+        if touched:
+            # The update and the insert of the rows it missed, as one statement.
+            payload = _tasks_json(state, touched, definition)
+            writes.add(
+                _INSERT_MISSING_TASKS,
+                [execution.pk],
+                ctes=_TASK_CTES,
+                cte_params=[payload, execution.pk],
+            )
         return
     if len(touched) > 1 and connection.vendor == "postgresql":
         _project_in_one(execution, state, touched, definition)
@@ -148,6 +201,55 @@ RETURNING t.{t.node_id}
 """,
     t=Task,
 )
+
+
+#: _UPDATE_FROM_JSON as part of a unit's writes (kernel/writes.py): the rows it misses (map
+#: items, at their first appearance; those whose type is known) are inserted with it.
+_TASK_CTES = sql(
+    """
+task_rows AS (
+    SELECT * FROM jsonb_to_recordset(%s::jsonb) AS v(
+        node_id text, type text, status text, attempts int, retry_count int, input jsonb,
+        output jsonb, error jsonb, started_at timestamptz, ended_at timestamptz,
+        next_retry_at timestamptz
+    )
+), task_updated AS (
+    UPDATE {t} AS t SET
+        {t.status} = v.status, {t.attempts} = v.attempts, {t.retry_count} = v.retry_count,
+        {t.input} = NULLIF(v.input, 'null'::jsonb), {t.output} = NULLIF(v.output, 'null'::jsonb),
+        {t.error} = NULLIF(v.error, 'null'::jsonb), {t.started_at} = v.started_at,
+        {t.ended_at} = v.ended_at, {t.next_retry_at} = v.next_retry_at
+    FROM task_rows AS v
+    WHERE t.{t.execution} = %s AND t.{t.node_id} = v.node_id
+    RETURNING t.{t.node_id}
+)
+""",
+    t=Task,
+)
+_INSERT_MISSING_TASKS = sql(
+    """
+INSERT INTO {t} ({t.execution}, {t.node_id}, {t.type}, {t.status}, {t.attempts},
+    {t.retry_count}, {t.input}, {t.output}, {t.error}, {t.started_at}, {t.ended_at},
+    {t.next_retry_at})
+SELECT %s::uuid, v.node_id, v.type, v.status, v.attempts, v.retry_count,
+    NULLIF(v.input, 'null'::jsonb), NULLIF(v.output, 'null'::jsonb),
+    NULLIF(v.error, 'null'::jsonb), v.started_at, v.ended_at, v.next_retry_at
+FROM task_rows AS v
+WHERE v.type IS NOT NULL AND v.node_id NOT IN (SELECT {t.node_id} FROM task_updated)
+ORDER BY v.node_id
+""",
+    t=Task,
+)
+
+
+def _tasks_json(state: ExecutionState, node_ids: list[str], definition: Definition | None) -> str:
+    """The touched nodes' projections as _UPSERT_FROM_JSON takes them; each with its type
+    where the definition names it (a row then missing is created)."""
+    rows = []
+    for node_id in node_ids:
+        kind = definition.node_for(node_id).type if definition is not None else None
+        rows.append({"node_id": node_id, "type": kind, **task_fields(state.nodes[node_id])})
+    return as_json(rows)
 
 
 def _project_in_one(

@@ -28,6 +28,7 @@ from executions.kernel.capacity import dispatch_after_commit, in_flight_cap, top
 from executions.kernel.effects import Held, Hold, apply_effects
 from executions.kernel.handle import Locked
 from executions.kernel.projections import project_tasks, save_execution
+from executions.kernel.writes import Writes, insert_events, staged
 from executions.models import Event, Execution
 from workflows import clock
 from workflows.dsl import Definition
@@ -53,8 +54,10 @@ class Watcher(Protocol):
         appended: Sequence[Decision],
         now: datetime,
         definition: Definition | None,
+        writes: Writes | None,
     ) -> None:
-        """At the commit, after the events and projections are written."""
+        """At the commit, with the events and projections: staged in `writes` when
+        given (they go out as one statement: kernel/writes.py), else written now."""
 
 
 #: Makes each unit's watchers from its starting state (watch()).
@@ -175,6 +178,14 @@ class UnitOfWork:
         if published and not pool and crowded_before:
             self._room_made = True
 
+    def may_hold(self) -> bool:
+        """Whether the execution may have an attempt held without a pool, for an eager
+        claim to take: this unit held one, or it is past its cap. Otherwise none is held
+        (each was published as it was scheduled, or by the top-up of the claim that took
+        the execution back under its cap; the sweeper releases any left) and the claim's
+        statement is spared (a fan-out's branch results schedule nothing)."""
+        return self._held.capped > 0 or self.crowded()
+
     def took_held(self) -> None:
         """An attempt held by the cap was claimed in this unit (eager dispatch): one fewer
         for the commit's top-up to publish."""
@@ -209,7 +220,12 @@ class UnitOfWork:
         """Write what was appended. `decided`: every event up to now was decided upon (the
         sweeper advances executions whose decided_seq lags)."""
         execution, state = self.execution, self.state
-        if self._rows:
+        # An execution being started is inserted by its first unit: its events, which
+        # refer to it, follow through the ORM.
+        writes = None if execution._state.adding else staged()
+        if self._rows and writes is not None:
+            insert_events(writes, execution, self._rows)
+        elif self._rows:
             Event.objects.bulk_create(self._rows)
         self.apply_effects()
         self._release_held()
@@ -219,10 +235,13 @@ class UnitOfWork:
         if snapshot:
             execution.snapshot = state.to_dict()
             execution.snapshot_seq = state.last_seq
-        save_execution(execution, state, snapshot=snapshot)
-        project_tasks(execution, state, touched_nodes(self._appended), self.definition)
+        save_execution(execution, state, snapshot=snapshot, writes=writes)
+        touched = touched_nodes(self._appended)
+        project_tasks(execution, state, touched, self.definition, writes=writes)
         for watcher in self._watchers:
-            watcher.stage(execution, state, self._appended, self.now, self.definition)
+            watcher.stage(execution, state, self._appended, self.now, self.definition, writes)
+        if writes is not None:
+            writes.send()
         self._rows, self._appended, self._applied = [], [], 0
         look = self._look
         if look is not None:

@@ -11,6 +11,7 @@ rolls back with the events it counts.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -19,7 +20,9 @@ from typing import Any
 from executions.engine.events import Decision, EventType
 from executions.engine.state import ExecutionState
 from executions.kernel.unit import touched_nodes, watch
+from executions.kernel.writes import Writes
 from executions.metrics.models import MetricDelta
+from executions.sqlnames import sql
 from workflows.dsl.model import COMPENSATION_SUFFIX, Definition
 
 #: Counters by the event that counts them, labelled by workflow (Prometheus adds _total).
@@ -82,8 +85,10 @@ class Tally:
         appended: Sequence[Decision],
         now: datetime,
         definition: Definition | None,
+        writes: Writes | None = None,
     ) -> None:
-        """Insert the unit's deltas (inside its transaction), and start afresh.
+        """Insert the unit's deltas (inside its transaction; staged in `writes` when
+        given), and start afresh.
 
         `definition`: the one decide read. An execution's first unit that decided with it
         started normally, so the Task rows of its nodes were created with it, pending (a
@@ -96,7 +101,13 @@ class Tally:
         self.nodes_before = {}
         if data["n"] or data["a"]:
             data.update(w=execution.workflow_id, v=execution.version_id, e=str(execution.pk))
-            MetricDelta.objects.create(data=data)
+            if writes is not None:
+                writes.add(_INSERT_DELTA, [json.dumps(data)])
+            else:
+                MetricDelta.objects.create(data=data)
+
+
+_INSERT_DELTA = sql("INSERT INTO {d} ({d.data}) VALUES (%s::jsonb)", d=MetricDelta)
 
 
 def _initial(node_id: str) -> str | None:

@@ -9,11 +9,12 @@ worker drops what it has. The result event's unique constraint is the last backs
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 
 from executions.definitions import definition_for
 from executions.engine.context import template_context
@@ -26,7 +27,7 @@ from executions.kernel import inbox
 from executions.kernel.advance import record_and_decide
 from executions.kernel.capacity import pool_admits, pool_of
 from executions.kernel.handle import Locked
-from executions.kernel.lock import after_commit, lock_execution, try_lock_execution
+from executions.kernel.lock import Then, after_commit, lock_execution, try_lock_execution
 from executions.kernel.log import load_state
 from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Execution
@@ -44,6 +45,10 @@ def lease_seconds_for(node: Node) -> float:
 
 
 def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
+    if inbox.enabled():
+        claimed = _claim_in_one(attempt_id, worker_id)
+        if claimed is not None:
+            return claimed
     # Only a scheduled attempt can be claimed: a duplicate or republished message for
     # a claimed one is dropped here, without queueing on the execution's lock.
     row = (
@@ -115,6 +120,61 @@ def _claim_unlocked(attempt_id: int, row: dict[str, Any], worker_id: str) -> Cla
         node=node,
         attempt=row["attempt"],
         input=row["payload"]["input"],
+        lease_seconds=lease_seconds_for(node),
+    )
+
+
+#: _claim_unlocked's SELECT and UPDATE as one statement, with the default lease: an
+#: attempt whose claim needs nothing of the state (its payload), of an execution not
+#: paused. The payload is read as it was (the UPDATE clears it); its row is locked as it
+#: is read, so a duplicate claim waits, then finds it running and takes nothing.
+_CLAIM_IN_ONE = sql(
+    """
+UPDATE {a} AS a SET {a.status} = '{running}', {a.worker_id} = %s, {a.claimed_at} = %s,
+    {a.lease_expires_at} = %s, {a.deadline_at} = NULL, {a.payload} = NULL,
+    {a.unlogged} = true
+FROM (
+    SELECT {a.id}, {a.payload} FROM {a}
+    WHERE {a.id} = %s AND {a.status} = '{scheduled}' AND {a.payload} IS NOT NULL
+    FOR UPDATE
+) AS old, {e} AS e
+WHERE a.{a.id} = old.{a.id} AND a.{a.status} = '{scheduled}' AND e.{e.id} = a.{a.execution}
+    AND e.{e.status} <> '{paused}'
+RETURNING a.{a.execution}, a.{a.node_id}, a.{a.attempt}, e.{e.version}, old.{a.payload}
+""",
+    a=Attempt,
+    e=Execution,
+    running=AttemptStatus.RUNNING.value,
+    scheduled=AttemptStatus.SCHEDULED.value,
+    paused=ExecutionStatus.PAUSED.value,
+)
+
+
+def _claim_in_one(attempt_id: int, worker_id: str) -> Claimed | None:
+    """The common claim (no lock, its task_started left in the inbox) in one statement;
+    None where it does not apply (its claim needs the state, its execution is paused, it
+    is no longer scheduled): attempt_claim then reads the row and decides."""
+    now = clock.now()
+    default = engine_settings.DEFAULT_LEASE_SECONDS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CLAIM_IN_ONE, [worker_id, now, now + timedelta(seconds=default), attempt_id]
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    execution_id, node_id, attempt, version_id, payload = row
+    node = definition_for(version_id).node_for(node_id)
+    if lease_seconds_for(node) != default or node.timeout_seconds:
+        _lease(attempt_id, node, now)
+    # jsonb comes back as text through Django's cursor (its JSONField parses it).
+    payload = json.loads(payload) if isinstance(payload, str) else payload
+    return Claimed(
+        attempt_id=attempt_id,
+        execution_id=str(execution_id),
+        node=node,
+        attempt=attempt,
+        input=payload["input"],
         lease_seconds=lease_seconds_for(node),
     )
 
@@ -455,12 +515,20 @@ def _finish(
     # A worker's own result never waits for the lock: taken, it goes into the inbox
     # (kernel/inbox.py). A verdict on someone else's attempt (a timeout) is taken
     # under the lock, after the inbox: a result that came first wins.
-    lock = try_lock_execution if worker_id is not None else lock_execution
     try:
         with transaction.atomic():
-            locked = lock(row["execution_id"])
+            if worker_id is not None:
+                # The result's own UPDATE goes with the lock, taken only if the lock is.
+                ended = _finished(attempt_id, worker_id, status, clock.now())
+                locked = try_lock_execution(row["execution_id"], then=ended)
+                if locked is not None and not locked.then_rows:
+                    return False, None  # not this worker's attempt any more
+            else:
+                locked = lock_execution(row["execution_id"])
+                if not mine.update(status=status, finished_at=clock.now()):
+                    return False, None
             if locked is not None:
-                return _finish_locked(locked, mine, row, status, result, source, claim_next_for)
+                return _finish_locked(locked, row, result, source, claim_next_for)
     except IntegrityError:
         # The constraint saw a second result for this attempt: someone recorded it first.
         return False, None
@@ -474,18 +542,31 @@ def _finish(
     return bool(written), None
 
 
+#: A worker's result on its attempt's row: running -> its status, if still this worker's.
+_FINISHED = sql(
+    """
+UPDATE {a} SET {a.status} = %s, {a.finished_at} = %s
+WHERE {a.id} = %s AND {a.status} = '{running}' AND {a.worker_id} = %s
+""",
+    a=Attempt,
+    running=AttemptStatus.RUNNING.value,
+)
+
+
+def _finished(attempt_id: int, worker_id: str, status: AttemptStatus, now: datetime) -> Then:
+    adapt = connection.ops.adapt_datetimefield_value
+    return _FINISHED.strip(), [status.value, adapt(now), attempt_id, worker_id]
+
+
 def _finish_locked(
     locked: Locked,
-    mine: QuerySet[Attempt],
     row: dict[str, Any],
-    status: AttemptStatus,
     result: Decision,
     source: Source,
     claim_next_for: str | None,
 ) -> tuple[bool, Claimed | None]:
-    """The result under the execution's lock: logged and decided upon in one unit."""
-    if not mine.update(status=status, finished_at=clock.now()):
-        return False, None
+    """The result under the execution's lock, its attempt's row already set: logged and
+    decided upon in one unit."""
     work = record_and_decide(locked, [result], source=source)
     work.freed_slot(row["pool_id"])
     nxt = None
@@ -493,7 +574,8 @@ def _finish_locked(
         # The next attempt is claimed in the same unit: one INSERT of the events,
         # one UPDATE of the execution and of each task, for both steps.
         work.apply_effects(eager=True)  # the attempts just scheduled get their rows
-        nxt = _claim_next(work, claim_next_for)
+        if work.may_hold():
+            nxt = _claim_next(work, claim_next_for)
     if nxt is not None:
         # This worker comes back with the next unit as soon as nxt is done (or its lease
         # keeper does, if nxt runs on: executions/worker/runtime.py show_running): what

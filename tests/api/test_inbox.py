@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 import pytest
@@ -207,7 +207,7 @@ def test_a_claim_is_logged_by_its_result_s_unit_or_within_a_sweeper_tick():
     a = attempt_of(execution, "a")
     with CaptureQueriesContext(connection) as claim:
         assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
-    assert len(claim.captured_queries) == 2  # the SELECT, the conditional UPDATE
+    assert len(claim.captured_queries) == 1  # one conditional UPDATE, its row read as it was
     a.refresh_from_db()
     assert (a.status, a.unlogged) == ("running", True)
     assert timeline(execution)[-1][1:3] == ("task_scheduled", "a")
@@ -281,8 +281,8 @@ def test_a_holder_that_looks_before_the_worker_writes_is_covered_by_the_worker_s
     assert taken.wait(10)
     real = attempts.try_lock_execution
 
-    def try_lock(execution_id: UUID | str) -> Locked | None:
-        got = real(execution_id)
+    def try_lock(execution_id: UUID | str, **options: Any) -> Locked | None:
+        got = real(execution_id, **options)
         if got is None:  # the holder commits and looks before the write
             release.set()
             holder.join(10)
@@ -350,11 +350,26 @@ def test_rebuilding_the_rows_logs_the_inbox_first():
     verified(execution)
 
 
-def test_a_claim_without_the_lock_never_beats_a_pause(monkeypatch):
-    """The pause commits between the claim's SELECT and its UPDATE: the UPDATE itself
-    checks the execution is not paused, so the function does not run."""
+def test_a_claim_in_one_statement_never_beats_a_pause():
+    """The common claim is one statement, which checks the execution is not paused."""
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
+    control.execution_pause(execution_id=execution.pk, by="op")
+    with CaptureQueriesContext(connection) as claim:
+        assert attempts._claim_in_one(a.pk, "w") is None
+    assert len(claim.captured_queries) == 1
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is None
+    a.refresh_from_db()
+    assert a.status == "scheduled"
+
+
+def test_a_claim_without_the_lock_never_beats_a_pause(monkeypatch):
+    """The pause commits between the claim's SELECT and its UPDATE (the path of a claim
+    its one statement did not take): the UPDATE itself checks the execution is not
+    paused, so the function does not run."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    monkeypatch.setattr(attempts, "_claim_in_one", lambda attempt_id, worker_id: None)
     real = attempts.definition_for
 
     def pause_first(version_id: int) -> object:

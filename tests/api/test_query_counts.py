@@ -36,8 +36,9 @@ pytestmark = pytest.mark.django_db
 START_QUERIES = 7
 #: The SELECT and the conditional UPDATE: no lock, no unit of work; its task_started goes
 #: in with the result (executions/kernel/inbox.py). 10 before, when each claim was a unit, as it
-#: still is where there is no inbox (SQLite: no SKIP LOCKED).
-CLAIM_QUERIES = 2
+#: still is where there is no inbox (SQLite: no SKIP LOCKED). 1 since the SELECT and the
+#: UPDATE are one statement (services/attempts.py _claim_in_one).
+CLAIM_QUERIES = 1
 CLAIM_QUERIES_UNDER_THE_LOCK = 10
 
 
@@ -45,22 +46,27 @@ def claim_queries() -> int:
     return CLAIM_QUERIES if inbox.enabled() else CLAIM_QUERIES_UNDER_THE_LOCK
 
 
-#: 12 before, +1: the unit reads and clears the inbox (the claim) in one statement.
-COMPLETE_QUERIES = 13
+#: 12 before, +1: the unit reads and clears the inbox (the claim) in one statement. 8 since
+#: the unit's writes go out as one statement (executions/kernel/writes.py) and the result's
+#: UPDATE with the lock (kernel/lock.py).
+COMPLETE_QUERIES = 8
 #: A success that claims the execution's next attempt (eager dispatch): one unit of work,
 #: so one INSERT of the events and one UPDATE of the execution for both (16 before; 14
 #: before the inbox, +1 for the claim of the attempt that finished, logged here; -1: the
-#: next attempt is picked and claimed by one UPDATE ... RETURNING).
-COMPLETE_AND_CLAIM_NEXT_QUERIES = 14
+#: next attempt is picked and claimed by one UPDATE ... RETURNING). 9 since the writes and
+#: the result's UPDATE went in with others, as COMPLETE_QUERIES.
+COMPLETE_AND_CLAIM_NEXT_QUERIES = 9
 #: 9 since each unit of work that commits events inserts one row of metric deltas with them
 #: (executions/metrics/tally.py), which made a /metrics scrape independent of the history's size;
 #: the counts above had room for it.
 #: 10 since a unit that waited for the lock (a timer, an API call) reads the inbox with a
 #: statement of its own: what the lock's SELECT could say would be from before the wait.
-ADVANCE_QUERIES = 10
+#: 7 since the unit's writes go out as one statement.
+ADVANCE_QUERIES = 7
 #: A map item's result, which schedules the next item (its Task row created then), and
-#: logs the item's claim (13 before the inbox, when the claim cost 10 of its own).
-MAP_ITEM_COMPLETE_QUERIES = 14
+#: logs the item's claim (13 before the inbox, when the claim cost 10 of its own; 14, then 8
+#: since the unit's writes, the new item's Task row among them, go out as one statement).
+MAP_ITEM_COMPLETE_QUERIES = 8
 #: POST /executions of a one-node workflow, the whole request: the token with its user and
 #: the user's and the groups' permissions (1: workflows/rest/auth.py; it was three), the version
 #: with its workflow (1: one query for "id or name, pinned or latest"), then
