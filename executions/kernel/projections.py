@@ -8,13 +8,13 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from django.db import connection
+from django.db import connection, models
 
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState, NodeState
 from executions.kernel.writes import Writes, as_json
 from executions.models import Execution, Task
-from executions.sqlnames import sql
+from executions.sqlnames import column, sql
 from workflows.dsl import Definition
 
 EXECUTION_FIELDS = ("status", "output", "error", "started_at", "ended_at", "deadline_at")
@@ -73,41 +73,47 @@ def save_execution(
         statement = _UPDATE_EXECUTION_WITH_SNAPSHOT if snapshot else _UPDATE_EXECUTION
         writes.add(statement, _execution_values(execution, snapshot=snapshot))
         return
+    execution.save(update_fields=_updated_fields(snapshot=snapshot))
+
+
+#: save_execution's UPDATE as one statement of a unit's writes (PostgreSQL), its SET built
+#: from the same field lists as the ORM's save, so neither can leave a column out. JSON
+#: columns go in as JSON text; a JSON null is stored as SQL NULL, as Django stores None.
+def _updated_fields(*, snapshot: bool) -> list[str]:
     fields = [*EXECUTION_FIELDS, *BOOKKEEPING_FIELDS]
     if not snapshot:
         fields.remove("snapshot")
-    execution.save(update_fields=fields)
+    return fields
 
 
-#: save_execution's UPDATE as one statement of a unit's writes (PostgreSQL). JSON columns
-#: go in as JSON text; a JSON null is stored as SQL NULL, as Django stores None.
-_EXECUTION_SET = """
-    {x.status} = %s, {x.output} = NULLIF(%s::jsonb, 'null'::jsonb),
-    {x.error} = NULLIF(%s::jsonb, 'null'::jsonb), {x.started_at} = %s::timestamptz,
-    {x.ended_at} = %s::timestamptz, {x.last_seq} = %s, {x.last_hash} = %s,
-    {x.decided_seq} = %s, {x.snapshot_seq} = %s"""
-_UPDATE_EXECUTION = sql(f"UPDATE {{x}} SET {_EXECUTION_SET}\nWHERE {{x.id}} = %s", x=Execution)
-_UPDATE_EXECUTION_WITH_SNAPSHOT = sql(
-    f"UPDATE {{x}} SET {_EXECUTION_SET},\n    {{x.snapshot}} = NULLIF(%s::jsonb, 'null'::jsonb)"
-    "\nWHERE {x.id} = %s",
-    x=Execution,
-)
+def _assignment(name: str) -> str:
+    field = Execution._meta.get_field(name)
+    target = column(Execution, name)
+    if isinstance(field, models.JSONField):
+        return f"{target} = NULLIF(%s::jsonb, 'null'::jsonb)"
+    if isinstance(field, models.DateTimeField):
+        return f"{target} = %s::timestamptz"
+    return f"{target} = %s"
+
+
+def _update_execution(*, snapshot: bool) -> str:
+    assignments = ",\n    ".join(_assignment(name) for name in _updated_fields(snapshot=snapshot))
+    return sql(f"UPDATE {{x}} SET\n    {assignments}\nWHERE {{x.id}} = %s", x=Execution)
+
+
+_UPDATE_EXECUTION = _update_execution(snapshot=False)
+_UPDATE_EXECUTION_WITH_SNAPSHOT = _update_execution(snapshot=True)
 
 
 def _execution_values(execution: Execution, *, snapshot: bool) -> list[Any]:
-    values: list[Any] = [
-        str(execution.status),
-        as_json(execution.output),
-        as_json(execution.error),
-        execution.started_at,
-        execution.ended_at,
-        execution.last_seq,
-        execution.last_hash,
-        execution.decided_seq,
-        execution.snapshot_seq,
-    ]
-    if snapshot:
-        values.append(as_json(execution.snapshot))
+    values: list[Any] = []
+    for name in _updated_fields(snapshot=snapshot):
+        value = getattr(execution, name)
+        if isinstance(Execution._meta.get_field(name), models.JSONField):
+            value = as_json(value)
+        elif isinstance(value, Enum):
+            value = value.value
+        values.append(value)
     return [*values, execution.pk]
 
 

@@ -20,9 +20,12 @@ from django.test.utils import CaptureQueriesContext
 
 from executions import messages
 from executions.definitions import definition_for
+from executions.engine.state import NodeState
+from executions.kernel import projections
 from executions.models import Attempt, Event, Execution
 from executions.services.attempts import attempt_claim, attempt_complete_and_claim_next
 from executions.services.start import execution_start
+from executions.sqlnames import column
 from nodes.context import Claimed
 from tests.factories import make_version
 
@@ -143,3 +146,12 @@ def test_a_fan_out_s_branch_costs_a_fixed_number_of_statements() -> None:
     assert max(counts) <= pinned, counts
     done = Event.objects.filter(execution=execution, type="task_completed").count()
     assert done == BRANCHES  # a and the five branches, each logged once
+
+
+def test_the_one_statement_writes_name_every_projected_column() -> None:
+    """The Task rows' statement is written out: a field task_fields gains must be in it."""
+    statement = projections._TASK_CTES + projections._INSERT_MISSING_TASKS
+    for name in projections.task_fields(NodeState("n")):
+        assert f"v.{name}" in statement, name
+    for name in (*projections.EXECUTION_FIELDS, *projections.BOOKKEEPING_FIELDS):
+        assert column(Execution, name) in projections._UPDATE_EXECUTION_WITH_SNAPSHOT, name
