@@ -26,8 +26,9 @@ from datetime import datetime
 from uuid import UUID
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import Exists, Model, OuterRef, QuerySet
+from django.db.models import Count, Exists, Model, OuterRef, QuerySet
 
+from executions.metrics import ledger
 from executions.models import (
     Attempt,
     Event,
@@ -80,6 +81,7 @@ def purge_batch(
             ids = [member for tree in kept for member in tree.members]
             if ids:
                 Tombstone.objects.bulk_create([_tombstone(rows[pk], now) for pk in ids])
+                ledger.add(_gauges_released(ids))
                 outcome.rows = _delete_rows(ids)
             outcome.purged = kept
     except OperationalError as exc:
@@ -155,6 +157,19 @@ def _tombstone(row: tuple, now: datetime) -> Tombstone:
         events=last_seq,
         last_hash=last_hash,
     )
+
+
+def _gauges_released(ids: list[UUID]) -> dict[ledger.Key, float]:
+    """What these executions and their tasks take out of the status gauges
+    (workflow_executions, workflow_tasks count the rows that exist, as metrics_rebuild
+    does), applied in the purge's own transaction. Counters keep what they counted."""
+    started = Execution.objects.filter(pk__in=ids, last_seq__gt=0).order_by()
+    tasks = Task.objects.filter(execution_id__in=ids, execution__last_seq__gt=0).order_by()
+    released: dict[ledger.Key, float] = {}
+    for name, rows in (("workflow_executions", started), ("workflow_tasks", tasks)):
+        for status, n in rows.values_list("status").annotate(n=Count("pk")):
+            released[(name, ledger.labels_key({"status": status}))] = -n
+    return released
 
 
 def _delete_rows(ids: list[UUID]) -> Counter[str]:
