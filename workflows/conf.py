@@ -248,6 +248,12 @@ SETTINGS: dict[str, Setting] = {
         _number(int, minimum=1),
         "Most executions one POST /executions/bulk/cancel|retry may act on.",
     ),
+    "BACKFILL_MAX": Setting(
+        1000,
+        _number(int, minimum=1),
+        "Most fire times one POST /schedules/{id}/backfill may start; a longer range is "
+        "refused with a 400 naming this setting.",
+    ),
     # --- Bounds on work (workflows/dsl/limits.py holds each default and what it bounds) ---
     **{
         name.removeprefix(PREFIX): Setting(default, _number(type(default)), description)
@@ -282,6 +288,7 @@ class EngineSettings:
     API_MAX_LOG_PAGE_SIZE: int
     API_TASK_DETAIL_ITEMS: int
     BULK_MAX_EXECUTIONS: int
+    BACKFILL_MAX: int
 
     def __init__(self, specs: Mapping[str, Setting]) -> None:
         self._specs = specs

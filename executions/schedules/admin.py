@@ -12,22 +12,23 @@ from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from executions.console.readonly import ReadOnlyAdminMixin
+from executions.schedules.admin_backfill import backfill_view
 from executions.schedules.models import Schedule, ScheduleFire
 from executions.schedules.serializers import ScheduleUpdateSerializer
 from executions.schedules.services import schedule_delete, schedule_update
 from workflows.rest.admin_forms import ApiValidatedForm
 
 #: What the change form edits; everything else is shown read-only.
-_EDITABLE = ("enabled", "overlap", "catchup", "catchup_window_seconds")
+_EDITABLE = ("enabled", "overlap", "catchup", "catchup_window_seconds", "jitter_seconds")
 _GROUPS: tuple[tuple[str | None, tuple[str, ...]], ...] = (
     (None, ("workflow", "version", "cron", "timezone", "input")),
     ("Policies", _EDITABLE),
-    ("Fires", ("last_fire_at", "recent_fires")),
+    ("Fires", ("last_fire_at", "recent_fires", "backfill")),
     ("Audit", ("created_at", "created_by", "updated_at", "updated_by")),
 )
 _READONLY = [name for _, names in _GROUPS for name in names if name not in _EDITABLE]
@@ -57,10 +58,15 @@ class ScheduleForm(ApiValidatedForm):
     class Meta:
         model = Schedule
         fields = list(_EDITABLE)
-        labels = {"catchup": "Catch-up", "catchup_window_seconds": "Catch-up window (seconds)"}
+        labels = {
+            "catchup": "Catch-up",
+            "catchup_window_seconds": "Catch-up window (seconds)",
+            "jitter_seconds": "Jitter (seconds)",
+        }
         help_texts = {
             "overlap": "What a fire does while an execution this schedule started still runs.",
             "catchup_window_seconds": "With catch-up 'all': how far back a missed fire still runs.",
+            "jitter_seconds": "Each fire starts a fixed 0 to this many seconds after its time.",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -69,6 +75,12 @@ class ScheduleForm(ApiValidatedForm):
             field = self.fields[name]
             assert isinstance(field, forms.ChoiceField)  # the model's choices: same values
             field.choices = choices
+        self.fields["jitter_seconds"].required = False
+
+    def clean_jitter_seconds(self) -> int:
+        # Left out (a form from before the field, a script posting the others): unchanged.
+        value = self.cleaned_data.get("jitter_seconds")
+        return self.instance.jitter_seconds if value is None else value
 
 
 def execution_link(execution_id: object) -> str:
@@ -150,6 +162,24 @@ class ScheduleAdmin(admin.ModelAdmin):
             rows,
             every,
         )
+
+    @admin.display(description="backfill")
+    def backfill(self, obj: Schedule) -> str:
+        url = reverse("admin:executions_schedule_backfill", args=[obj.pk])
+        return format_html(
+            '<a class="button" id="wf-backfill" href="{}">Backfill past fire times…</a>', url
+        )
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/backfill/",
+                view(lambda request, object_id: backfill_view(self, request, object_id)),
+                name="executions_schedule_backfill",
+            ),
+            *super().get_urls(),
+        ]
 
     def save_model(
         self, request: HttpRequest, obj: Schedule, form: ScheduleForm, change: bool

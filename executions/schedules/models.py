@@ -58,6 +58,9 @@ class Schedule(models.Model):
     overlap = models.CharField(max_length=16, choices=Overlap.choices, default=Overlap.SKIP)
     catchup = models.CharField(max_length=8, choices=Catchup.choices, default=Catchup.LAST)
     catchup_window_seconds = models.PositiveIntegerField(default=3600)
+    #: Each fire starts up to this much after its fire time (policy.fire_delay), so that
+    #: many schedules on one cron do not all start at the same second.
+    jitter_seconds = models.PositiveIntegerField(default=0)
     #: The latest fire time handled (started, skipped, buffered or passed over): the next
     #: fires are those after it. Null: none yet (fires after created_at count).
     last_fire_at = models.DateTimeField(null=True, blank=True)
@@ -105,6 +108,10 @@ class ScheduleFire(models.Model):
     execution = models.ForeignKey(
         "executions.Execution", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    #: When its execution was due to begin: the fire time plus the schedule's jitter.
+    start_at = models.DateTimeField(null=True, blank=True)
+    #: Started by POST /schedules/{id}/backfill rather than by the beat.
+    backfill = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

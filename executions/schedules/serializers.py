@@ -11,6 +11,9 @@ from workflows.rest.fields import (
     WorkflowRefField,
 )
 
+#: A day: a longer spread would start fires of an hourly cron after later ones.
+MAX_JITTER_SECONDS = 86400
+
 
 class ScheduleCreateSerializer(serializers.Serializer):
     # NUL characters are refused for every body by workflows.rest.parsers.StrictJSONParser.
@@ -29,7 +32,11 @@ class ScheduleCreateSerializer(serializers.Serializer):
         required=False, default="UTC", max_length=64, help_text="IANA name the cron runs in."
     )
     input = serializers.JSONField(
-        required=False, default=dict, allow_null=True, help_text="Any JSON; null means {}."
+        required=False,
+        default=dict,
+        allow_null=True,
+        help_text="Any JSON; null means {}. {{ schedule.fire_time }} (ISO 8601, UTC) and "
+        "{{ schedule.id }} in its strings are rendered at each fire.",
     )
     enabled = StrictBooleanField(required=False, default=True)
     overlap = serializers.ChoiceField(
@@ -46,6 +53,13 @@ class ScheduleCreateSerializer(serializers.Serializer):
     )
     catchup_window_seconds = StrictIntegerField(
         required=False, default=3600, min_value=0, max_value=MAX_INT32
+    )
+    jitter_seconds = StrictIntegerField(
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=MAX_JITTER_SECONDS,
+        help_text="Each fire starts a deterministic 0 to jitter_seconds after its fire time.",
     )
 
 
@@ -65,6 +79,7 @@ class ScheduleUpdateSerializer(serializers.Serializer):
     overlap = serializers.ChoiceField(choices=Overlap.choices, required=False)
     catchup = serializers.ChoiceField(choices=Catchup.choices, required=False)
     catchup_window_seconds = StrictIntegerField(required=False, min_value=0, max_value=MAX_INT32)
+    jitter_seconds = StrictIntegerField(required=False, min_value=0, max_value=MAX_JITTER_SECONDS)
 
 
 class ScheduleSerializer(serializers.ModelSerializer):
@@ -94,6 +109,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "overlap",
             "catchup",
             "catchup_window_seconds",
+            "jitter_seconds",
             "last_fire_at",
             "next_run_at",
             "created_at",
@@ -101,3 +117,26 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "updated_by",
         ]
         read_only_fields = fields
+
+
+class BackfillSerializer(serializers.Serializer):
+    start = serializers.DateTimeField(help_text="ISO 8601; the first fire time it may run.")
+    end = serializers.DateTimeField(
+        help_text="ISO 8601, not after now; the last fire time it may run (inclusive)."
+    )
+
+
+class FireSerializer(serializers.Serializer):
+    fire_time = serializers.DateTimeField(read_only=True)
+    outcome = serializers.CharField(read_only=True)
+    execution_id = serializers.UUIDField(read_only=True, allow_null=True)
+
+
+class BackfillResultSerializer(serializers.Serializer):
+    schedule_id = serializers.UUIDField(read_only=True)
+    started = FireSerializer(
+        many=True, read_only=True, help_text="The fire times it started, oldest first."
+    )
+    already_ran = FireSerializer(
+        many=True, read_only=True, help_text="Fire times run before: nothing new started."
+    )

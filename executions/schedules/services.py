@@ -30,13 +30,20 @@ from executions.schedules.cron import (
     zone,
 )
 from executions.schedules.models import FireOutcome, Overlap, Schedule, ScheduleFire
-from executions.schedules.policy import MAX_CATCHUP, overlap_outcome, to_fire
+from executions.schedules.policy import (
+    MAX_CATCHUP,
+    fire_context,
+    fire_delay,
+    overlap_outcome,
+    to_fire,
+)
 from executions.schedules.selectors import schedule_get
 from executions.services import admission
 from executions.services.control import NotAllowed, execution_cancel
 from executions.services.start import execution_start
 from workflows import clock
 from workflows.celery import ORCHESTRATOR_QUEUE
+from workflows.dsl.templates import TemplateError, compile_expression, expressions, render, root_of
 from workflows.models import WorkflowDefinition
 from workflows.selectors import version_resolve
 from workflows.services import version_pinned
@@ -62,6 +69,31 @@ def _validated(cron: str, tz_name: str) -> dict[str, str]:
     return fields
 
 
+#: The one root a schedule's input templates read (policy.fire_context).
+INPUT_ROOT = "schedule"
+
+
+def _checked_input(value: Any) -> Any:
+    """The input, its templates checked: each must compile and read `schedule` (its
+    fire_time or id), the only thing known when a schedule fires. ValidationError naming
+    the input otherwise."""
+    problems = []
+    for expression in expressions(value):
+        try:
+            compile_expression(expression)
+        except TemplateError as exc:
+            problems.append(str(exc))
+            continue
+        if root_of(expression) != INPUT_ROOT:
+            problems.append(
+                f"{{{{ {expression} }}}}: a schedule's input templates read only "
+                "schedule.fire_time and schedule.id."
+            )
+    if problems:
+        raise ValidationError({"input": problems})
+    return {} if value is None else value
+
+
 def schedule_create(
     *,
     workflow: WorkflowDefinition,
@@ -73,10 +105,12 @@ def schedule_create(
     overlap: str = Overlap.SKIP,
     catchup: str = "last",
     catchup_window_seconds: int = 3600,
+    jitter_seconds: int = 0,
     by: str = "",
 ) -> Schedule:
     """A schedule and the beat entry that fires it; raises ValidationError naming the field."""
     fields = _validated(cron, timezone_name)
+    input = _checked_input(input)
     pinned = version_pinned(
         workflow=workflow, number=version, hint="; omit it to run the latest version at each tick"
     )
@@ -101,11 +135,12 @@ def schedule_create(
             version=pinned,
             cron=" ".join(cron.split()),
             timezone=timezone_name,
-            input={} if input is None else input,
+            input=input,
             enabled=enabled,
             overlap=overlap,
             catchup=catchup,
             catchup_window_seconds=catchup_window_seconds,
+            jitter_seconds=jitter_seconds,
             periodic_task=task,
             created_by=by,
             updated_by=by,
@@ -127,8 +162,11 @@ def schedule_set_enabled(*, schedule: Schedule, enabled: bool, by: str = "") -> 
 
 
 def schedule_update(*, schedule: Schedule, changes: dict[str, Any], by: str = "") -> Schedule:
-    """PATCH: cron, input, enabled, overlap, catchup, catchup_window_seconds; an absent
-    key is unchanged. A new cron fires from now on (no catch-up of its past ticks)."""
+    """PATCH: cron, input, enabled, overlap, catchup, catchup_window_seconds,
+    jitter_seconds; an absent key is unchanged. A new cron fires from now on (no catch-up
+    of its past ticks)."""
+    if "input" in changes:
+        changes = {**changes, "input": _checked_input(changes["input"])}
     if "enabled" in changes:
         schedule_set_enabled(schedule=schedule, enabled=changes["enabled"], by=by)
     fields = ["updated_by", "updated_at"]
@@ -142,10 +180,9 @@ def schedule_update(*, schedule: Schedule, changes: dict[str, Any], by: str = ""
             # Ours always has a crontab (schedule_create).
             CrontabSchedule.objects.filter(pk=task.crontab_id or 0).update(**crontab_fields)
             task.save()  # bumps the beat's change marker: it reloads the entry
-        for name in ("input", "overlap", "catchup", "catchup_window_seconds"):
+        for name in ("input", "overlap", "catchup", "catchup_window_seconds", "jitter_seconds"):
             if name in changes:
-                value = changes[name]
-                setattr(schedule, name, {} if name == "input" and value is None else value)
+                setattr(schedule, name, changes[name])
                 fields.append(name)
         schedule.updated_by = by
         schedule.save(update_fields=fields)
@@ -223,11 +260,11 @@ def _fire(schedule: Schedule, fire_time: datetime) -> Execution | None:
         for other in running:
             with contextlib.suppress(NotAllowed):
                 execution_cancel(execution_id=other.pk, by=f"schedule:{schedule.pk}")
-    execution = _start(schedule, fire_time) if outcome == FireOutcome.STARTED else None
-    ScheduleFire.objects.create(
-        schedule=schedule, fire_time=fire_time, outcome=outcome, execution=execution
-    )
-    return execution
+    fire = ScheduleFire(schedule=schedule, fire_time=fire_time, outcome=outcome)
+    if outcome == FireOutcome.STARTED:
+        start_fire(schedule, fire)
+    fire.save(force_insert=True)
+    return fire.execution
 
 
 def _release_buffered(schedule: Schedule) -> Execution | None:
@@ -235,9 +272,8 @@ def _release_buffered(schedule: Schedule) -> Execution | None:
     fire = ScheduleFire.objects.filter(schedule=schedule, outcome=FireOutcome.BUFFERED).first()
     if fire is None or _running(schedule):
         return None
-    fire.execution = _start(schedule, fire.fire_time)
-    fire.outcome = FireOutcome.STARTED
-    fire.save(update_fields=["execution", "outcome"])
+    start_fire(schedule, fire)
+    fire.save(update_fields=["execution", "outcome", "start_at"])
     return fire.execution
 
 
@@ -253,13 +289,28 @@ def schedule_release(*, schedule_id: str) -> Execution | None:
         return _release_buffered(schedule)
 
 
-def _start(schedule: Schedule, fire_time: datetime) -> Execution | None:
-    key = f"schedule:{schedule.pk}:{fire_time.isoformat()}"
+def start_fire(schedule: Schedule, fire: ScheduleFire) -> None:
+    """Start the execution of `fire` (not saved: the caller saves it), once per (schedule,
+    fire time) through its engine key `schedule:<id>:<fire time>`, at the fire time plus
+    its jitter, with `{{ schedule.fire_time }}` rendered in the input."""
+    fire.outcome = FireOutcome.STARTED
+    fire.start_at = fire.fire_time + fire_delay(
+        str(schedule.pk), fire.fire_time, schedule.jitter_seconds
+    )
+    key = f"schedule:{schedule.pk}:{fire.fire_time.isoformat()}"
     version = schedule.version or version_resolve(workflow=schedule.workflow, number=None)
     if version is None:
         log.error("schedule %s: workflow %s has no version to run", schedule.pk, schedule.workflow)
-        return None
-    execution, _ = execution_start(
-        version=version, input=schedule.input, engine_key=key, by=f"schedule:{schedule.pk}"
+        return
+    try:
+        input = render(schedule.input, fire_context(str(schedule.pk), fire.fire_time))
+    except TemplateError:
+        log.exception("schedule %s: its input did not render", schedule.pk)
+        return
+    fire.execution, _ = execution_start(
+        version=version,
+        input=input,
+        engine_key=key,
+        start_at=fire.start_at if schedule.jitter_seconds else None,
+        by=f"schedule:{schedule.pk}",
     )
-    return execution

@@ -9,4 +9,9 @@ urlpatterns = [
     *both("schedules", views.ScheduleListCreate.as_view(), "schedule-list"),
     # str, not uuid: a malformed id gets the API's JSON 404, not Django's HTML one.
     *both("schedules/<str:schedule_id>", views.ScheduleDetail.as_view(), "schedule-detail"),
+    *both(
+        "schedules/<str:schedule_id>/backfill",
+        views.ScheduleBackfill.as_view(),
+        "schedule-backfill",
+    ),
 ]

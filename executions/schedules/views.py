@@ -14,8 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from executions.schedules import selectors
+from executions.schedules.backfill import schedule_backfill
 from executions.schedules.models import Schedule
 from executions.schedules.serializers import (
+    BackfillResultSerializer,
+    BackfillSerializer,
     ScheduleCreateSerializer,
     ScheduleSerializer,
     ScheduleUpdateSerializer,
@@ -24,7 +27,7 @@ from executions.schedules.services import schedule_create, schedule_delete, sche
 from executions.selectors import workflow_named
 from workflows.rest.detail import Detail
 from workflows.rest.openapi import extend_schema
-from workflows.rest.views import EngineListView
+from workflows.rest.views import EngineListView, EngineView
 
 
 def _schedule(schedule_id: str) -> Schedule:
@@ -56,6 +59,7 @@ class ScheduleListCreate(EngineListView):
             overlap=data["overlap"],
             catchup=data["catchup"],
             catchup_window_seconds=data["catchup_window_seconds"],
+            jitter_seconds=data["jitter_seconds"],
             by=request.user.get_username(),
         )
         created = _schedule(str(schedule.pk))
@@ -82,3 +86,31 @@ class ScheduleDetail(Detail):
     def delete(self, request: Request, schedule_id: str) -> Response:
         schedule_delete(schedule=_schedule(schedule_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(
+    parameters=[OpenApiParameter("schedule_id", OpenApiTypes.UUID, OpenApiParameter.PATH)]
+)
+class ScheduleBackfill(EngineView):
+    """Run the schedule's fire times in [start, end] that have not run yet."""
+
+    @extend_schema(
+        request=BackfillSerializer,
+        responses={202: BackfillResultSerializer},
+        description="One execution per fire time t with start <= t <= end (at most "
+        "WORKFLOW_BACKFILL_MAX of them, else 400); a fire time that already ran starts "
+        "nothing new, so a repeat of a backfill starts nothing.",
+    )
+    def post(self, request: Request, schedule_id: str) -> Response:
+        schedule = _schedule(schedule_id)
+        body = BackfillSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        done = schedule_backfill(
+            schedule=schedule, start=body.validated_data["start"], end=body.validated_data["end"]
+        )
+        result = {
+            "schedule_id": schedule.pk,
+            "started": done.started,
+            "already_ran": done.already_ran,
+        }
+        return Response(BackfillResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from executions.schedules.services import schedule_create
 from tests.factories import make_version, start
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +39,9 @@ shaped = st.fixed_dictionaries(
         "cron": json_values,
         "timezone": json_values,
         "signal": json_values | st.fixed_dictionaries({"name": json_values}),
+        "jitter_seconds": json_values,
+        "start": json_values | st.sampled_from(["2026-03-01T00:00:00Z", "0001-01-01T00:00:00Z"]),
+        "end": json_values | st.sampled_from(["2026-03-01T05:00:00Z", "9999-12-31T23:59:59Z"]),
     },
 )
 bodies = json_values | shaped
@@ -50,6 +54,7 @@ def paths(db):
     version = make_version(DEFINITION, name="fuzz")
     execution = start(DEFINITION)
     base = f"/executions/{execution.pk}"
+    schedule = schedule_create(workflow=version.workflow, cron="0 * * * *")
     return [
         "/workflows",
         f"/workflows/{version.workflow_id}/versions",
@@ -62,6 +67,7 @@ def paths(db):
         "/schedules",
         f"{base}/tasks/review/retry",
         f"{base}/tasks/review/fail",
+        f"/schedules/{schedule.pk}/backfill",
     ]
 
 
@@ -70,7 +76,7 @@ def paths(db):
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(body=bodies, which=st.integers(0, 10))
+@given(body=bodies, which=st.integers(0, 11))
 def test_random_bodies_never_500(api, paths, body, which) -> None:
     response = api.post(paths[which], body, format="json")
     assert response.status_code < 500, (paths[which], body, response.content[:300])

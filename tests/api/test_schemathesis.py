@@ -47,6 +47,8 @@ REFERENTIAL = [
     "POST /schedules",
     # cron: a real cron expression, as in POST /schedules.
     "PATCH /schedules/{schedule_id}",
+    # end: not before start nor after now, and the range within WORKFLOW_BACKFILL_MAX fires.
+    "POST /schedules/{schedule_id}/backfill",
     # version: one of that trigger's workflow's versions.
     "PATCH /triggers/{name}",
     # workflow must exist; input and filter expressions must read the event.

@@ -65,6 +65,8 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
         "PATCH": ("executions.change_schedule",),
         "DELETE": ("executions.delete_schedule",),
     },
+    # A backfill starts executions of the schedule's workflow.
+    "schedule-backfill": {"POST": ("executions.change_schedule", "executions.add_execution")},
     "trigger-list": {"GET": ("executions.view_trigger",), "POST": ("executions.add_trigger",)},
     "trigger-detail": {
         "GET": ("executions.view_trigger",),
