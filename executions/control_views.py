@@ -216,8 +216,8 @@ class WhyReasonSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="waiting_for_parents, condition_false, trigger_rule, retry_backoff, timer, "
         "waiting_for_approval, waiting_for_signal, waiting_for_child, concurrency_limit, "
-        "pool_full, execution_paused, queued, running, execution_ended, upstream_failed, "
-        "max_parallel, parked"
+        "pool_full, rate_limited, execution_paused, queued, running, execution_ended, "
+        "upstream_failed, max_parallel, parked"
     )
     message = serializers.CharField(help_text="The reason in words.")
 

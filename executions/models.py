@@ -19,6 +19,7 @@ from executions.engine.statuses import ExecutionStatus, TaskStatus, choices
 # The models of the app's subpackages: Django loads an app's models from its models module.
 from executions.metrics.models import MetricDelta as MetricDelta
 from executions.metrics.models import MetricSeries as MetricSeries
+from executions.rates.models import RateBucket as RateBucket
 from executions.retention.models import Tombstone as Tombstone
 from executions.schedules.models import Schedule as Schedule
 from executions.schedules.models import ScheduleFire as ScheduleFire
@@ -322,6 +323,10 @@ class Attempt(models.Model):
         related_name="attempts",
         db_index=False,  # attempt_pool_idx below
     )
+    #: The node's rate limit bucket (kernel/rates.py), set when its gate first sends the
+    #: attempt back to wait: held attempts with one are released by that bucket's dispatch.
+    #: NULL, not "": the partial index and the held-attempt queries skip it cheaply.
+    rate_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     claimed_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     #: timeout_seconds from the claim: past it the attempt is timed out whatever its lease.
@@ -353,6 +358,12 @@ class Attempt(models.Model):
                 fields=["pool", "status"],
                 condition=Q(pool__isnull=False),
                 name="attempt_pool_idx",
+            ),
+            # The attempts waiting for a rate limit's tokens, picked at every dispatch.
+            models.Index(
+                fields=["rate_key", "status"],
+                condition=Q(rate_key__isnull=False),
+                name="attempt_rate_idx",
             ),
             # An execution's scheduled attempts, held (published_at NULL) or in the broker:
             # both counted and picked at every top-up (kernel/capacity.py), few rows each.

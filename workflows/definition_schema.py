@@ -86,6 +86,24 @@ def _common(bound: Limits) -> dict[str, Any]:
             "description": "A pool (POST /pools): the node runs only while the pool has a "
             "free slot. Only on the kinds a worker runs.",
         },
+        "rate_limit": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["per_second"],
+            "properties": {
+                "key": {**TEMPLATE, "description": "Rendered over the node's context."},
+                "per_second": {
+                    "type": "number",
+                    "minimum": 0,
+                    "exclusiveMinimum": True,
+                    "maximum": 1_000_000,
+                },
+                "burst": {"type": "integer", "minimum": 1, "maximum": 2147483647},
+            },
+            "description": "At most per_second attempts start a second per rendered key, "
+            "across executions (burst at once; default: per_second rounded up). Without a "
+            "key, the workflow's node is its own bucket. Only on the kinds a worker runs.",
+        },
     }
 
 
@@ -111,13 +129,17 @@ def component_name(kind: NodeKind, *, graph: bool) -> str:
     return f"{camel}Node" if graph else f"{camel}NodeBody"
 
 
+#: The fields only a node a worker runs takes.
+WORKER_ONLY = frozenset({"pool", "rate_limit"})
+
+
 def kind_schema(
     kind: NodeKind, bound: Limits, *, graph: bool, functions: list[str]
 ) -> dict[str, Any]:
     """A node of this kind: exactly the fields the parser takes for it, each field it
     requires required. A field the kind does not describe is documented as any JSON
     rather than refused."""
-    common = [f for f in COMMON_FIELDS if f != "pool" or kind.runs_on_worker]
+    common = [f for f in COMMON_FIELDS if f not in WORKER_ONLY or kind.runs_on_worker]
     names = (*(GRAPH_FIELDS if graph else ()), *common, *kind.fields)
     known = {
         **(_graph(bound) if graph else {}),

@@ -307,6 +307,8 @@ def _scheduled(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]
     row = scene.rows.attempts.get(node.id)
     if node.pool and row is not None and not row.published:
         return  # _pool_full says why
+    if node.id in scene.rows.extra.get("rates", {}):
+        return  # _rate_limited says why
     message = "scheduled, waiting for a worker to claim it"
     if row is not None and not row.published:
         cap = scene.rows.extra.get("in_flight_cap")
@@ -336,6 +338,20 @@ def _pool_full(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]
         "pool": node.pool,
         "slots": slots,
         "running": running,
+    }
+
+
+def _rate_limited(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
+    """An attempt its rate limit sent back to wait (`Rows.extra["rates"]`: node id ->
+    {"key", "per_second", "burst", "due_at"}, read by executions/services/why.py)."""
+    rate = scene.rows.extra.get("rates", {}).get(node.id)
+    if rate is None or (node.pool and node.pool in scene.rows.extra.get("pools", {})):
+        return
+    yield {
+        "code": "rate_limited",
+        "message": f"waiting for its rate limit ({rate['per_second']:g} a second on "
+        f"{rate['key']}); it may start at {rate['due_at']}",
+        **rate,
     }
 
 
@@ -444,7 +460,7 @@ def _parked(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
 
 NODE_RULES: dict[str, list[NodeRule]] = {
     TaskStatus.PENDING: [_parents],
-    TaskStatus.SCHEDULED: [_scheduled, _pool_full],
+    TaskStatus.SCHEDULED: [_scheduled, _pool_full, _rate_limited],
     TaskStatus.RUNNING: [_running],
     TaskStatus.RETRYING: [_retrying],
     TaskStatus.FAILED: [_failed],

@@ -57,7 +57,7 @@ UPDATE {a} SET {a.published_at} = %(now)s, {a.released_at} = %(now)s
 WHERE {a.id} IN (
     SELECT {a.id} FROM {a}
     WHERE {a.execution} = %(execution)s AND {a.status} = '{scheduled}'
-      AND {a.published_at} IS NULL AND {a.pool} IS NULL
+      AND {a.published_at} IS NULL AND {a.pool} IS NULL AND {a.rate_key} IS NULL
     ORDER BY {a.scheduled_at}, {a.id}
     LIMIT (
         SELECT CASE WHEN COUNT(*) < %(cap)s THEN %(cap)s - COUNT(*) ELSE 0 END

@@ -145,6 +145,9 @@ def _schedule_attempts(
         elif pool:
             published = False
             held.pools.add(pool)
+        elif node.rate_limit is not None:
+            # Its bucket is known only at its claim, which holds it if the bucket is empty.
+            published = True
         else:
             published = hold == Hold.NONE or (hold == Hold.FIRST and held.capped > 0)
             held.capped += not published
@@ -188,11 +191,14 @@ def _schedule_attempts(
 
 def claim_payload(node: Node, scheduled: Decision) -> dict[str, Any] | None:
     """What a worker's claim needs when it cannot read the execution's state (its lock
-    taken: executions/kernel/inbox.py), or None where only the state will do: a pool's gate,
-    a child workflow's start, and a template with secrets (rendered from the state) are
-    claimed under the lock, as are attempts with faults injected (left out by the caller)."""
+    taken: executions/kernel/inbox.py), or None where only the state will do: a pool's
+    gate, a rate limit's (its key is rendered from the state), a child workflow's start,
+    and a template with secrets (rendered from the state) are claimed under the lock, as
+    are attempts with faults injected (left out by the caller)."""
     kind = get_kind(node.type)
-    if node.pool or kind is None or kind.starts_child or secret_names(template_of(node)):
+    if node.pool or node.rate_limit or kind is None or kind.starts_child:
+        return None
+    if secret_names(template_of(node)):
         return None
     return {"input": SCHEDULED_INPUT(scheduled.data, scheduled.payload)}
 

@@ -67,7 +67,10 @@ def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime) -> 
     # Every start admits after the commit (services/admission.py); the schedule's row
     # lock keeps the beat from firing one of these fire times meanwhile.
     with admission.deferred(), transaction.atomic():
-        locked = Schedule.objects.select_for_update().select_related("workflow", "version")
+        # Only the schedule's own row: its version is an outer join, which cannot be locked.
+        locked = Schedule.objects.select_for_update(of=("self",)).select_related(
+            "workflow", "version"
+        )
         schedule = locked.get(pk=schedule.pk)
         known = {
             fire.fire_time: fire

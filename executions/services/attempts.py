@@ -29,6 +29,7 @@ from executions.kernel.capacity import pool_admits, pool_of
 from executions.kernel.handle import Locked
 from executions.kernel.lock import Then, after_commit, lock_execution, try_lock_execution
 from executions.kernel.log import load_state
+from executions.kernel.rates import rate_admits, rate_key_of
 from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.recorded import recordable
@@ -225,6 +226,14 @@ def _claim_into(
         # read from the logs never overlap more than the pool's slots.
         work.restamp()
     node = definition_for(work.execution.version_id).node_for(node_id)
+    if node.rate_limit is not None:
+        key = rate_key_of(work.execution, work.state, node)
+        if key is not None:
+            if not rate_admits(key, node.rate_limit, attempt_id):
+                return None
+            # Stamped after the token was taken: task_started times read from the logs
+            # keep within the limit.
+            work.restamp()
     if not _take(attempt_id, node, worker_id, work.now, unlogged=False):
         return None
     return _started(work, attempt_id, node, attempt, worker_id)
@@ -444,7 +453,7 @@ UPDATE {a} SET {a.status} = '{running}', {a.worker_id} = %s, {a.claimed_at} = %s
 WHERE {a.status} = '{scheduled}' AND {a.id} = (
     SELECT {a.id} FROM {a}
     WHERE {a.execution} = %s AND {a.status} = '{scheduled}' AND {a.published_at} IS NULL
-        AND {a.pool} IS NULL
+        AND {a.pool} IS NULL AND {a.rate_key} IS NULL
         AND NOT EXISTS (
             SELECT 1 FROM {e} e
             WHERE e.{e.status} = '{execution_running}' AND e.{e.priority} > %s

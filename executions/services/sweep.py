@@ -36,6 +36,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.advance import execution_advance
 from executions.kernel.capacity import in_flight_cap, pool_dispatch, top_up
 from executions.kernel.lock import LOOK_UNITS, advance_pending, lock_execution
+from executions.kernel.rates import rate_dispatch
 from executions.liveness import sweep_completed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services import admission
@@ -239,6 +240,11 @@ def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
     for pool in pools.order_by("pool_id")[:BATCH]:
         with boundary(f"sweeper: pool {pool}", lambda: None, source=Source.SWEEPER):
             report.released += pool_dispatch(pool=str(pool))
+    # Rate limits' tokens come back with time alone: each sweep releases what they allow.
+    keys = held.filter(rate_key__isnull=False).values_list("rate_key", flat=True).distinct()
+    for key in keys.order_by("rate_key")[:BATCH]:
+        with boundary(f"sweeper: rate limit {key}", lambda: None, source=Source.SWEEPER):
+            report.released += rate_dispatch(key=str(key))
     # Only executions with room under their in-flight cap are worth their lock: counted
     # first, without it (attempt_waiting_idx). A wide map keeps its cap full for as long
     # as it runs, and its lock is the one every claim and result of it queues on.
@@ -255,7 +261,9 @@ def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
         .values("count")
     )
     capped = (
-        Execution.objects.filter(pk__in=held.filter(pool__isnull=True).values("execution_id"))
+        Execution.objects.filter(
+            pk__in=held.filter(pool__isnull=True, rate_key__isnull=True).values("execution_id")
+        )
         .exclude(status__in=EXECUTION_TERMINAL | {ExecutionStatus.PAUSED})
         .alias(in_flight=Coalesce(Subquery(in_flight), 0))
         .filter(in_flight__lt=in_flight_cap())

@@ -3,6 +3,7 @@ execution's current state and the attempt, timer and child rows it reads here.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db.models import Count, Q
@@ -12,10 +13,12 @@ from executions.engine import why as explain
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.capacity import in_flight_cap
 from executions.kernel.log import state_now
+from executions.kernel.rates import rate_waits_until
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from executions.services import admission
 from executions.services.control import UnknownNode
 from nodes.executors.function import transactional
+from workflows.dsl import Definition
 from workflows.models import Pool
 
 
@@ -53,6 +56,8 @@ def _rows(execution: Execution) -> explain.Rows:
             "lease_expires_at",
             "published_at",
             "pool_id",
+            "rate_key",
+            "pk",
         )
     )
     pools = {str(row["pool_id"]) for row in rows if row["pool_id"] and row["published_at"] is None}
@@ -91,6 +96,7 @@ def _rows(execution: Execution) -> explain.Rows:
         extra={
             **_held(execution),
             "pools": _pools(pools),
+            "rates": _rates(definition, rows),
             "in_flight_cap": in_flight_cap(),
         },
     )
@@ -109,6 +115,24 @@ def _held(execution: Execution) -> dict[str, Any]:
             "ahead": admission.ahead_of(execution),
         }
     }
+
+
+def _rates(definition: Definition, rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """node id -> its rate limit's key, rate, burst and when it may start, for the
+    attempts their rate limit holds back."""
+    found = {}
+    for row in rows:
+        key, node = row["rate_key"], definition.node_for(row["node_id"])
+        if not key or row["published_at"] is not None or node.rate_limit is None:
+            continue
+        due = rate_waits_until(key, row["pk"])
+        found[row["node_id"]] = {
+            "key": key,
+            "per_second": node.rate_limit.per_second,
+            "burst": node.rate_limit.burst,
+            "due_at": due.isoformat().replace("+00:00", "Z") if due else None,
+        }
+    return found
 
 
 def _pools(names: set[str]) -> dict[str, dict[str, int]]:

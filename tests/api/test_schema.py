@@ -115,6 +115,7 @@ def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
     import jsonschema
 
     from tests.examples import SIGNUP_DEFINITION
+    from workflows.definition_schema import WORKER_ONLY
     from workflows.dsl import TRIGGER_RULES
     from workflows.dsl.bodies import COMMON_FIELDS, GRAPH_FIELDS, TYPE_FIELDS
     from workflows.dsl.parser import TOP_FIELDS
@@ -125,8 +126,9 @@ def test_the_definition_schema_accepts_what_the_parser_accepts() -> None:
     jsonschema.Draft4Validator(root).validate(SIGNUP_DEFINITION)
     schemas = components["schemas"]
     for kind, fields in TYPE_FIELDS.items():
-        # The parser's fields for the kind, a pool only where a worker runs it.
-        common = {f for f in COMMON_FIELDS if f != "pool" or kind in WORKER_NAMES}
+        # The parser's fields for the kind, a pool and a rate limit only where a worker
+        # runs it.
+        common = {f for f in COMMON_FIELDS if f not in WORKER_ONLY or kind in WORKER_NAMES}
         node = schemas[f"{kind.capitalize()}Node"]["properties"]
         assert set(node) == {*GRAPH_FIELDS, *common, *fields}, kind
         if kind != "map":

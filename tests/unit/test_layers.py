@@ -50,6 +50,8 @@ EXECUTIONS = {
     "executions.schedules.policy": "models",
     "executions.triggers": "models",
     "executions.triggers.models": "models",
+    "executions.rates": "models",
+    "executions.rates.models": "models",
     # Retention: tombstones and the choice of what a purge takes.
     "executions.retention": "models",
     # What wakes workers and host code up.
@@ -61,6 +63,7 @@ EXECUTIONS = {
     "executions.integrity": "services",
     "executions.metrics": "services",
     "executions.schedules.services": "services",
+    "executions.schedules.backfill": "services",
     "executions.triggers.services": "services",
     "executions.retention.archive": "services",
     # Entry points: what a process, a request or an operator calls.
@@ -82,6 +85,7 @@ EXECUTIONS = {
     "executions.metrics.urls": "entry",
     "executions.metrics.views": "entry",
     "executions.schedules.admin": "entry",
+    "executions.schedules.admin_backfill": "entry",
     "executions.schedules.serializers": "entry",
     "executions.schedules.tasks": "entry",
     "executions.schedules.urls": "entry",

@@ -14,6 +14,7 @@ from workflows.dsl.checks import Collector, describe, quote
 from workflows.dsl.model import NodeBody
 from workflows.dsl.place import Place
 from workflows.dsl.policy import parse_policy
+from workflows.dsl.rate_limit import parse_rate_limit
 from workflows.dsl.references import check_templates
 from workflows.kinds import FIELDS, NAMES, WORKER_NAMES, get_kind
 
@@ -24,6 +25,7 @@ COMMON_FIELDS = (
     "timeout_seconds",
     "heartbeat_timeout_seconds",
     "pool",
+    "rate_limit",
 )
 GRAPH_FIELDS = ("id", "depends_on", "when", "trigger_rule", "compensation")
 #: Each type's own fields, from the kinds' registry (workflows/kinds/).
@@ -85,6 +87,8 @@ def parse_body(c: Collector, raw: Mapping[str, Any], place: Place) -> dict[str, 
             kwargs[key] = c.within(seconds, bound, node=node, field=p + key)
     if "pool" in raw:
         kwargs["pool"] = _pool(c, raw["pool"], known, place)
+    if "rate_limit" in raw and _runs_on_a_worker(c, known, place, "rate_limit"):
+        kwargs["rate_limit"] = parse_rate_limit(c, raw["rate_limit"], place.scope, p + "rate_limit")
     if found is not None:
         for requirement in found.requires:
             requirement.check(c, raw, node=node, prefix=p)
@@ -116,6 +120,22 @@ def _pool(c: Collector, raw: object, kind: str | None, place: Place) -> str | No
         )
         return None
     return name
+
+
+def _runs_on_a_worker(c: Collector, kind: str | None, place: Place, name: str) -> bool:
+    """Whether a node of `kind` starts attempts on a worker, which a limit can hold back;
+    a problem naming the field when it does not."""
+    found = get_kind(kind)
+    if found is None or kind in WORKER_NAMES:
+        return True
+    runs = ", ".join(sorted(WORKER_NAMES))
+    c.add(
+        f"a {kind} node starts no attempt on a worker: {name} applies to {runs} nodes"
+        + ("; put it in the map's per-item node" if found.fans_out else ""),
+        node=place.scope.node,
+        field=place.prefix + name,
+    )
+    return False
 
 
 def _check_fields(c: Collector, raw: Mapping[str, Any], kind: str | None, place: Place) -> None:

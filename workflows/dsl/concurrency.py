@@ -69,6 +69,25 @@ def _check_key(c: Collector, key: str) -> None:
             )
 
 
+def key_text(template: str, context: dict[str, Any], *, field: str, after: str = "") -> str:
+    """A key template rendered to text (a number or boolean as its JSON). ValueError
+    naming `field` and the template when it fails or renders no text (`after` follows
+    what it rendered in that message)."""
+    try:
+        value = render(template, context)
+    except TemplateError as exc:
+        raise ValueError(f"{field} {template!r}: {exc}") from None
+    if isinstance(value, bool | int | float):
+        value = json.dumps(value)
+    if not isinstance(value, str) or not value:
+        got = "an empty string" if value == "" else describe(value)
+        raise ValueError(
+            f"{field} {template!r} rendered {got}{after}; it must render a non-empty string "
+            "or number"
+        )
+    return value
+
+
 class ConcurrencyKeyError(ValueError):
     """The key template failed for this input, or rendered to no usable key."""
 
@@ -77,17 +96,12 @@ def render_key(spec: ConcurrencySpec, input: Any) -> str:
     """The key's value for this input: a string, a number or a boolean, as text.
     ConcurrencyKeyError names the template and what went wrong."""
     try:
-        value = render(spec.key, {"input": input})
-    except TemplateError as exc:
-        raise ConcurrencyKeyError(f"concurrency.key {spec.key!r}: {exc}") from None
-    if isinstance(value, bool | int | float):
-        value = json.dumps(value)
-    if not isinstance(value, str) or not value:
-        got = "an empty string" if value == "" else describe(value)
-        raise ConcurrencyKeyError(
-            f"concurrency.key {spec.key!r} rendered {got} for this input; it must render "
-            "a non-empty string or number (does the input have the field it reads?)"
+        value = key_text(
+            spec.key, {"input": input}, field="concurrency.key", after=" for this input"
         )
+    except ValueError as exc:
+        hint = "" if "rendered" not in str(exc) else " (does the input have the field it reads?)"
+        raise ConcurrencyKeyError(f"{exc}{hint}") from None
     if len(value) > MAX_KEY_LENGTH:
         raise ConcurrencyKeyError(
             f"concurrency.key {spec.key!r} rendered {len(value)} characters for this input; "

@@ -6,6 +6,7 @@ from functools import cached_property
 from typing import Any
 
 from workflows.dsl.concurrency import ConcurrencySpec
+from workflows.dsl.rate_limit import RateLimitSpec
 
 #: A compensation runs as the task `<node id>.compensation` ("." never appears in an id).
 COMPENSATION_SUFFIX = ".compensation"
@@ -69,6 +70,8 @@ class NodeBody:
     #: A pool's name: an attempt runs only while the pool has a free slot (its existence
     #: is checked when a definition is stored, by workflows/services.py).
     pool: str | None = None
+    #: At most so many attempts a second start per key, across executions.
+    rate_limit: RateLimitSpec | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from django.db.models import Min
 
 from executions import messages, tasks
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
+from executions.kernel.rates import rate_waits_until
 from executions.models import Attempt, AttemptStatus, Execution, Task, Timer
 from executions.services.sweep import sweep
 from executions.worker.lease import InlineKeeper
@@ -196,6 +197,12 @@ class Driver:
             running.aggregate(at=Min("lease_expires_at"))["at"],
             running.aggregate(at=Min("deadline_at"))["at"],
         ]
+        # Attempts a rate limit holds back: due when their bucket has a token again.
+        limited = Attempt.objects.filter(
+            execution_id__in=tree, status=AttemptStatus.SCHEDULED, published_at__isnull=True
+        ).exclude(rate_key__isnull=True)
+        for key in limited.values_list("rate_key", flat=True).distinct().order_by("rate_key"):
+            times.append(rate_waits_until(str(key)))
         known = [at for at in times if at is not None]
         if not known:
             return None
