@@ -227,6 +227,18 @@ EXPECTED: dict[str, Expected] = {
         answers=(("signal", "line", {"sku": "A-1"}), ("signal", "line", {"sku": "B-2"})),
         output={"cart": "c-9", "lines": [{"sku": "A-1"}, {"sku": "B-2"}]},
     ),
+    # docs/how-to/rate-limits-and-schedules.md: the input a schedule's fire renders
+    "daily-report": Expected(
+        input={"title": "Nightly report of 2026-03-02T02:00:00Z", "as_of": "2026-03-02T02:00:00Z"},
+        output={"title": "Nightly report of 2026-03-02T02:00:00Z", "as_of": "2026-03-02T02:00:00Z"},
+    ),
+    # docs/how-to/rate-limits-and-schedules.md: a map whose items wait for their rate limit
+    "sync-customers": Expected(
+        input={"account": "acme", "customers": ["c-1", "c-2", "c-3"]},
+        output=[{"customer": f"c-{n}", "account": "acme"} for n in (1, 2, 3)],
+    ),
+    # docs/how-to/rate-limits-and-schedules.md: a node that is its own bucket
+    "nightly-export": Expected(input={"day": 1}, output={"export": {"of": {"day": 1}}}),
 }
 
 
