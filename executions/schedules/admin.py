@@ -197,20 +197,44 @@ class ScheduleAdmin(admin.ModelAdmin):
 
 @admin.register(ScheduleFire)
 class ScheduleFireAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """One row per (schedule, fire time): what the beat made of it. Written only by
-    executions.schedules.services.schedule_run."""
+    """One row per (schedule, fire time): what the beat or a backfill made of it, and when
+    its execution was due to begin (fire time plus jitter). Written only by
+    executions.schedules.services and executions.schedules.backfill."""
 
-    list_display = ["fire_time", "schedule", "outcome", "execution_column", "created_at"]
-    list_filter = ["schedule", "outcome"]
+    list_display = [
+        "fire_time",
+        "schedule",
+        "outcome",
+        "execution_column",
+        "delay",
+        "backfill",
+        "created_at",
+    ]
+    list_filter = ["schedule", "outcome", "backfill"]
     list_select_related = ["schedule__workflow"]
     date_hierarchy = "fire_time"
     ordering = ["-fire_time"]
-    readonly_fields = ["schedule", "fire_time", "outcome", "execution_column", "created_at"]
+    readonly_fields = [
+        "schedule",
+        "fire_time",
+        "outcome",
+        "execution_column",
+        "start_at",
+        "backfill",
+        "created_at",
+    ]
     fields = tuple(readonly_fields)
 
     @admin.display(description="execution", ordering="execution_id")
     def execution_column(self, obj: ScheduleFire) -> str:
         return execution_link(obj.execution_id)
+
+    @admin.display(description="jitter")
+    def delay(self, obj: ScheduleFire) -> str:
+        """How long after its fire time its execution was due to begin."""
+        if obj.start_at is None:
+            return "—"
+        return f"+{(obj.start_at - obj.fire_time).total_seconds():.3f}\N{NO-BREAK SPACE}s"
 
     def get_actions(self, request: HttpRequest):
         return {}  # no bulk delete: the fires are the schedule's record

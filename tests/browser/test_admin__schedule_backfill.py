@@ -7,6 +7,7 @@ Screenshots go to var/screenshots/admin-schedule-backfill*.png.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from selenium.webdriver.common.by import By
 from executions.schedules.models import ScheduleFire
 from executions.schedules.services import schedule_create
 from tests.browser.test_admin__console import log_in
-from tests.browser.test_admin__schedules_triggers import message, wait_until
+from tests.browser.test_admin__schedules_triggers import column, message, wait_until
 from tests.factories import make_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,3 +76,22 @@ def test_a_schedule_backfilled_from_its_admin_page(chrome, live_server, screensh
     assert "is before start" in errors
     chrome.save_screenshot(str(screenshots / "admin-schedule-backfill-refused.png"))
     assert ScheduleFire.objects.filter(schedule=schedule).count() == 6
+
+
+def test_the_fires_list_shows_when_each_began_and_which_were_backfilled(
+    chrome, live_server, screenshots: Path
+) -> None:
+    workflow = make_version(ECHO, name="spread-out").workflow
+    schedule = schedule_create(workflow=workflow, cron="0 * * * *", jitter_seconds=600)
+    log_in(chrome, live_server)
+    chrome.get(f"{live_server.url}/admin/executions/schedule/{schedule.pk}/backfill/")
+    fill(chrome, "2026-03-01T00:00:00", "2026-03-01T01:00:00")
+    wait_until(chrome, lambda: "Backfill started" in message(chrome))
+    chrome.get(f"{live_server.url}/admin/executions/schedulefire/?backfill__exact=1")
+    fires = ScheduleFire.objects.filter(schedule=schedule).order_by("-fire_time")
+    delays = [fire.start_at - fire.fire_time for fire in fires if fire.start_at]
+    assert len(delays) == 2
+    assert all(timedelta(0) <= delay < timedelta(seconds=600) for delay in delays)
+    shown = [f"+{delay.total_seconds():.3f} s" for delay in delays]  # the browser text: a space
+    assert column(chrome, "delay") == shown
+    chrome.save_screenshot(str(screenshots / "admin-schedule-fires-backfilled.png"))
