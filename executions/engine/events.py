@@ -44,6 +44,9 @@ class EventType(StrEnum):
     TASK_PARKED = "task_parked"
     #: An operator's answer to a parked node (data: {"action": "retry" | "fail", "by"}).
     TASK_UNPARKED = "task_unparked"
+    #: A fact: a worker's claim found the node's rate limit without a token; the attempt
+    #: waits for one (data: {"key", "until"}). Recorded once per attempt.
+    TASK_RATE_LIMITED = "task_rate_limited"
 
 
 #: At most one of these per (node, attempt): enforced by a database constraint.

@@ -73,6 +73,15 @@ class TaskStarted(Payload):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TaskRateLimited(Payload):
+    #: The rate limit's bucket: "key:" and the rendered key, or "node:" and the workflow
+    #: id and node id (without a key).
+    key: str = ""
+    #: When its token was due, as the bucket stood at the claim (ISO 8601).
+    until: str | None = field(default=None, metadata=_OPTIONAL)
+
+
+@dataclass(frozen=True, kw_only=True)
 class TaskCompleted(Payload):
     output: JSON = None
     #: A replay's reused result: the execution it was recorded in.
@@ -249,6 +258,7 @@ PAYLOADS: Mapping[EventType, type[Payload]] = {
     EventType.WORKFLOW_TIMED_OUT: WorkflowTimedOut,
     EventType.TASK_PARKED: TaskParked,
     EventType.TASK_UNPARKED: TaskUnparked,
+    EventType.TASK_RATE_LIMITED: TaskRateLimited,
 }
 
 _CLASSES: set[type[Payload]] = {Payload, *PAYLOADS.values()}

@@ -1,6 +1,6 @@
 """Rate limits across executions: the claim gate and the release of waiting attempts.
 
-The gate (`rate_admits`) runs inside the claim, after the execution's lock (and the
+The gate (`rate_refuses`) runs inside the claim, after the execution's lock (and the
 pool's, if any): it locks the key's RateBucket row, refills it, and either takes a token
 (the attempt starts) or sends the attempt back to wait, held with its `rate_key`. So the
 bound holds on the claims themselves, whatever messages or workers do. `rate_dispatch`
@@ -15,6 +15,7 @@ alone, so no cycle.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
@@ -71,8 +72,18 @@ def _bucket(key: str, spec: RateLimitSpec, now: datetime) -> RateBucket:
     return _locking(RateBucket.objects.filter(key=key)).get()
 
 
-def rate_admits(key: str, spec: RateLimitSpec, attempt_id: int) -> bool:
-    """The claim gate: true when the key's bucket had a token for this attempt (taken).
+@dataclass(frozen=True)
+class Refused:
+    """A claim the key's bucket had no token for: the attempt waits."""
+
+    #: Its first refusal: the log records the wait once per attempt.
+    first: bool
+    #: When its token is due as the bucket stands (ISO 8601, UTC).
+    until: str | None
+
+
+def rate_refuses(key: str, spec: RateLimitSpec, attempt_id: int) -> Refused | None:
+    """The claim gate: None when the key's bucket had a token for this attempt (taken).
     Refused, the attempt waits, held with its key, for the key's dispatch."""
     now = clock.now()
     bucket = _bucket(key, spec, now)
@@ -81,11 +92,13 @@ def rate_admits(key: str, spec: RateLimitSpec, attempt_id: int) -> bool:
     bucket.tokens = tokens - 1 if admitted else tokens
     bucket.refilled_at, bucket.per_second, bucket.burst = now, spec.per_second, spec.burst
     bucket.save(update_fields=["tokens", "refilled_at", "per_second", "burst"])
-    if not admitted:
-        Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED).update(
-            published_at=None, released_at=None, rate_key=key
-        )
-    return admitted
+    if admitted:
+        return None
+    mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.SCHEDULED)
+    first = mine.filter(rate_key__isnull=True).exists()
+    mine.update(published_at=None, released_at=None, rate_key=key)
+    until = rate_waits_until(key, attempt_id)
+    return Refused(first=first, until=until.isoformat().replace("+00:00", "Z") if until else None)
 
 
 def _waiting(key: str) -> QuerySet[Attempt]:

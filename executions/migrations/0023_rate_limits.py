@@ -30,4 +30,9 @@ class Migration(migrations.Migration):
             model_name='attempt',
             index=models.Index(condition=models.Q(('rate_key__isnull', False)), fields=['rate_key', 'status'], name='attempt_rate_idx'),
         ),
+        migrations.AlterField(
+            model_name='event',
+            name='type',
+            field=models.CharField(choices=[('workflow_started', 'workflow_started'), ('task_scheduled', 'task_scheduled'), ('task_started', 'task_started'), ('task_completed', 'task_completed'), ('task_failed', 'task_failed'), ('task_timed_out', 'task_timed_out'), ('task_retry_scheduled', 'task_retry_scheduled'), ('task_skipped', 'task_skipped'), ('task_cancelled', 'task_cancelled'), ('timer_started', 'timer_started'), ('timer_fired', 'timer_fired'), ('signal_received', 'signal_received'), ('child_workflow_started', 'child_workflow_started'), ('compensation_scheduled', 'compensation_scheduled'), ('retry_requested', 'retry_requested'), ('workflow_cancel_requested', 'workflow_cancel_requested'), ('workflow_paused', 'workflow_paused'), ('workflow_resumed', 'workflow_resumed'), ('workflow_completed', 'workflow_completed'), ('workflow_failed', 'workflow_failed'), ('workflow_cancelled', 'workflow_cancelled'), ('engine_error', 'engine_error'), ('fault_injected', 'fault_injected'), ('approval_timed_out', 'approval_timed_out'), ('workflow_timed_out', 'workflow_timed_out'), ('task_parked', 'task_parked'), ('task_unparked', 'task_unparked'), ('task_rate_limited', 'task_rate_limited')], max_length=32),
+        ),
     ]

@@ -21,7 +21,7 @@ from executions.engine.context import template_context
 from executions.engine.errors import ErrorRecord
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.faults import faults_for
-from executions.engine.payloads import TaskStarted, decided, to_json
+from executions.engine.payloads import TaskRateLimited, TaskStarted, decided, to_json
 from executions.engine.statuses import ExecutionStatus
 from executions.kernel import inbox
 from executions.kernel.advance import record_and_decide
@@ -29,7 +29,7 @@ from executions.kernel.capacity import pool_admits, pool_of
 from executions.kernel.handle import Locked
 from executions.kernel.lock import Then, after_commit, lock_execution, try_lock_execution
 from executions.kernel.log import load_state
-from executions.kernel.rates import rate_admits, rate_key_of
+from executions.kernel.rates import rate_key_of, rate_refuses
 from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.recorded import recordable
@@ -229,7 +229,12 @@ def _claim_into(
     if node.rate_limit is not None:
         key = rate_key_of(work.execution, work.state, node)
         if key is not None:
-            if not rate_admits(key, node.rate_limit, attempt_id):
+            refused = rate_refuses(key, node.rate_limit, attempt_id)
+            if refused is not None:
+                if refused.first:
+                    fact = TaskRateLimited(key=key, until=refused.until)
+                    waits = decided(EventType.TASK_RATE_LIMITED, fact, node.id, attempt)
+                    work.append([waits], source=Source.WORKER)
                 return None
             # Stamped after the token was taken: task_started times read from the logs
             # keep within the limit.

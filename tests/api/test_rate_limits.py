@@ -85,6 +85,18 @@ def test_the_burst_starts_the_rest_wait_and_start_as_tokens_return(clock, sent) 
     assert reason["due_at"] == "2026-03-02T10:00:01Z"
     assert "2 a second" in reason["message"]
 
+    # The wait is in the log, once per attempt, with when its token was due.
+    waits = events(execution, EventType.TASK_RATE_LIMITED)
+    assert [(e.node_id, e.data["key"], e.source) for e in waits] == [
+        ("n2", "key:acme", "worker"),
+        ("n3", "key:acme", "worker"),
+        ("n4", "key:acme", "worker"),
+    ]
+    assert [e.data["until"] for e in waits] == [
+        "2026-03-02T10:00:00.500000Z",
+        "2026-03-02T10:00:01Z",
+        "2026-03-02T10:00:01.500000Z",
+    ]
     assert rate_dispatch(key="key:acme") == 0  # no token yet
     clock.now = T0 + timedelta(seconds=0.5)
     assert rate_dispatch(key="key:acme") == 1
@@ -93,6 +105,7 @@ def test_the_burst_starts_the_rest_wait_and_start_as_tokens_return(clock, sent) 
     assert rate_dispatch(key="key:acme") == 2
     assert claim_all(execution) == ["n3", "n4"]
     assert waiting(execution) == []
+    assert len(events(execution, EventType.TASK_RATE_LIMITED)) == 3  # not again on release
     for row in Attempt.objects.filter(execution=execution):
         attempt_complete(attempt_id=row.pk, worker_id="w1", output=None)
     execution.refresh_from_db()

@@ -279,3 +279,18 @@ PARKING = {
         },
     ],
 }
+
+#: Three calls under a rate limit of 2 a second with a burst of 1, on a key of their own
+#: execution: the later ones wait (task_rate_limited), then start as tokens return.
+RATE_LIMITED = {
+    "nodes": [
+        {
+            "id": f"call{n}",
+            "type": "function",
+            "function": "std.echo",
+            "input": n,
+            "rate_limit": {"key": "golden-{{ execution.id }}", "per_second": 2, "burst": 1},
+        }
+        for n in range(3)
+    ]
+}

@@ -228,3 +228,8 @@ def test_record_parking(live) -> None:
     done = live.wait(execution.pk)
     assert done.status == "failed"
     dump("parking", done, scenarios.PARKING, "parked, retried, parked again, failed")
+
+
+def test_record_rate_limited(live) -> None:
+    """Recorded on its own (`-k rate_limited`), so adding it re-records no other file."""
+    run(live, "rate_limited", scenarios.RATE_LIMITED, "a rate limit makes two calls wait")

@@ -47,4 +47,9 @@ def test_fifty_attempts_over_three_executions_keep_to_five_a_second(live: Engine
     span = (stamps[-1] - stamps[0]).total_seconds()
     assert span >= (len(stamps) - BURST) / RATE - 0.01, span
     print(f"rate limit 5/s: 50 starts over {span:.2f} s, busiest second {busiest}")
+    # Each wait is in its execution's log, once per attempt, before that attempt started.
+    waits = Event.objects.filter(execution__in=executions, type=EventType.TASK_RATE_LIMITED)
+    waited = list(waits.values_list("execution_id", "node_id"))
+    assert waited, "no attempt waited: the limit never bit"
+    assert len(waited) == len(set(waited))
     assert RateBucket.objects.filter(key=f"key:{account}").exists()
