@@ -103,6 +103,7 @@ def _signal_with_start(
             by=request.user.get_username(),
             start_at=data.get("start_at"),
             priority=data["priority"],
+            tags=data["tags"],
         )
     except ConcurrencyKeyError as exc:
         raise ValidationError({"input": [str(exc)]}) from None

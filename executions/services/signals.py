@@ -72,6 +72,7 @@ def execution_signal_with_start(
     by: str = "",
     start_at: datetime | None = None,
     priority: int = 0,
+    tags: dict[str, str] | None = None,
 ) -> tuple[Execution, bool]:
     """Deliver signal `name` to the execution `idempotency_key` started, or start it (as
     execution_start would) with the signal recorded in the same transaction, waiting for
@@ -94,6 +95,7 @@ def execution_signal_with_start(
             start_at=start_at,
             by=by,
             priority=priority,
+            tags=tags,
             key_errors=True,
         )
         if execution.status in EXECUTION_TERMINAL:

@@ -123,3 +123,17 @@ def test_the_schema_documents_signal_with_start_and_the_parked_task_actions() ->
         assert {"202", "404", "409"} <= set(operation["post"]["responses"])
     policy = schema["components"]["schemas"]["RetryPolicy"]["properties"]
     assert policy["on_exhausted"]["enum"] == ["fail", "park"]
+
+
+def test_the_start_keeps_its_tags_and_a_signal_with_the_same_tags_is_the_same_request(
+    client, workflow
+) -> None:
+    key = uuid.uuid4().hex
+    body = {"workflow": workflow, "tags": {"team": "billing"}, "signal": {"name": "order"}}
+    first = post(client, body, key)
+    assert first.status_code == 201, first.content
+    assert first.json()["tags"] == {"team": "billing"}
+    assert Execution.objects.get(pk=first.json()["id"]).tags == {"team": "billing"}
+    again = post(client, body, key)
+    assert again.status_code == 200, again.content
+    assert again.json()["id"] == first.json()["id"]
