@@ -18,7 +18,7 @@ from executions.kernel.handle import Locked
 from executions.kernel.lock import lock_execution
 from executions.kernel.log import load_state
 from executions.kernel.unit import UnitOfWork
-from executions.models import Execution
+from executions.models import Execution, Timer, TimerKind
 from workflows import clock
 from workflows.dsl.limits import decision_limits
 
@@ -68,8 +68,18 @@ def _deadline(execution: Execution) -> str | None:
     own = clock.now() + timedelta(seconds=seconds) if seconds is not None else None
     parent = execution.parent_execution if execution.parent_execution_id else None
     inherited = parent.deadline_at if parent is not None else None
+    if inherited is not None and not _deadline_open(parent):
+        # A parent retried after its deadline fired (or after it ended before it, which
+        # closed the timer) runs on with no deadline: its child must not inherit it.
+        inherited = None
     found = [moment for moment in (own, inherited) if moment is not None]
     return min(found).isoformat() if found else None
+
+
+def _deadline_open(execution: Execution | None) -> bool:
+    return Timer.objects.filter(
+        execution=execution, kind=TimerKind.DEADLINE, fired_at__isnull=True
+    ).exists()
 
 
 def begin(locked: Locked, reuse: list[Decision] | None = None, *, faults: Any = None) -> None:

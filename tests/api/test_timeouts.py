@@ -10,7 +10,11 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from executions.models import Event, Execution, Timer
+from executions.services.control import execution_retry
+from executions.services.start import execution_start
+from executions.services.timers import timer_fire
 from tests.factories import make_version
+from workflows import clock
 from workflows.testing import run
 
 pytestmark = pytest.mark.django_db
@@ -81,3 +85,26 @@ def test_a_lost_deadline_timer_is_found_and_rebuilt_open(api: APIClient, capsys)
     rebuilt = Timer.objects.get(execution_id=body["id"], kind="deadline")
     # Still running: the deadline must still fire.
     assert (rebuilt.due_at, rebuilt.fired_at) == (timer.due_at, None)
+
+
+def test_a_child_started_after_its_parents_deadline_passed_and_was_retried_has_none(
+    api: APIClient,
+) -> None:
+    """A parent retried after it timed out runs with no deadline: a sub-workflow it starts
+    then must not inherit the passed one (it would time out as soon as it started)."""
+    make_version({**WAITS, "timeout_seconds": 90}, name="bounded-parent")
+    kid_version = make_version(WAITS, name="unbounded-kid")
+    body = api.post("/executions", {"workflow": "bounded-parent"}, format="json").json()
+    deadline = Timer.objects.get(execution_id=body["id"], kind="deadline")
+    Timer.objects.filter(pk=deadline.pk).update(due_at=clock.now() - timedelta(seconds=1))
+    assert timer_fire(timer_id=deadline.pk)
+    parent = Execution.objects.get(pk=body["id"])
+    assert (parent.status, parent.error["type"]) == ("failed", "WorkflowTimeout")
+    execution_retry(execution_id=parent.pk)
+    parent.refresh_from_db()
+    assert parent.status == "running"
+
+    kid, _ = execution_start(version=kid_version, input={}, parent=parent, parent_node_id="gate")
+    kid.refresh_from_db()
+    assert (kid.status, kid.deadline_at) == ("running", None)
+    assert not Timer.objects.filter(execution=kid, kind="deadline").exists()
