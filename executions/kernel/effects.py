@@ -16,6 +16,8 @@ from enum import Enum
 from functools import partial
 from typing import Any, cast
 
+from django.db.models import F
+
 from executions import messages, signals
 from executions.definitions import definition_for
 from executions.engine.events import Decision, Event, EventType
@@ -282,6 +284,16 @@ def _apply_effect(
             execution=execution, node_id=event.node_id, fired_at__isnull=True
         ).update(fired_at=now)
         cancel_children(execution, event.node_id or "", outbox)
+    elif kind == EventType.RETRY_REQUESTED and _deadline_ahead(execution, now):
+        # Its ending closed the deadline timer before it came: the retried execution runs
+        # under the same deadline (one that passed, as after a timeout, is not set again).
+        ended = Timer.objects.filter(
+            execution=execution, kind=TimerKind.DEADLINE, fired_at__lt=F("due_at")
+        )
+        for timer_id, due in ended.values_list("pk", "due_at"):
+            Timer.objects.filter(pk=timer_id).update(fired_at=None)
+            delay = (due - clock.now()).total_seconds()
+            outbox.add(partial(messages.publish_timer, timer_id, delay))
     elif kind in _ENDINGS and execution.parent_execution_id is not None:
         outbox.add(lambda: messages.publish_parent_notify(str(execution.pk)))
     elif kind in _ENDINGS and (execution.engine_key or "").startswith("schedule:"):
@@ -326,3 +338,8 @@ def cancel_children(
     running = running.exclude(status__in=EXECUTION_TERMINAL)
     for child_id in running.values_list("pk", flat=True):
         outbox.add(partial(messages.publish_cancel, str(child_id)))
+
+
+def _deadline_ahead(execution: Execution, now: datetime) -> bool:
+    """A deadline still to come (its timer, closed before it came due, may be reopened)."""
+    return execution.deadline_at is not None and execution.deadline_at > now

@@ -10,10 +10,11 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from executions.models import Event, Execution, Timer
-from executions.services.control import execution_retry
+from executions.services.control import execution_cancel, execution_retry
 from executions.services.start import execution_start
 from executions.services.timers import timer_fire
 from tests.factories import make_version
+from tests.integration.engine import assert_replayable
 from workflows import clock
 from workflows.testing import run
 
@@ -103,8 +104,27 @@ def test_a_child_started_after_its_parents_deadline_passed_and_was_retried_has_n
     execution_retry(execution_id=parent.pk)
     parent.refresh_from_db()
     assert parent.status == "running"
+    assert Timer.objects.get(pk=deadline.pk).fired_at is not None  # not set again
 
     kid, _ = execution_start(version=kid_version, input={}, parent=parent, parent_node_id="gate")
     kid.refresh_from_db()
     assert (kid.status, kid.deadline_at) == ("running", None)
     assert not Timer.objects.filter(execution=kid, kind="deadline").exists()
+
+
+def test_a_retry_before_the_deadline_runs_under_it_again(api: APIClient) -> None:
+    """Its cancel closed the deadline timer; retried while the deadline is still ahead,
+    the execution times out at it as it shows (deadline_at), not never."""
+    make_version({**WAITS, "timeout_seconds": 90}, name="bounded-retried")
+    body = api.post("/executions", {"workflow": "bounded-retried"}, format="json").json()
+    execution_cancel(execution_id=body["id"])
+    timer = Timer.objects.get(execution_id=body["id"], kind="deadline")
+    assert timer.fired_at is not None  # closed by the ending
+    execution_retry(execution_id=body["id"])
+    timer.refresh_from_db()
+    assert timer.fired_at is None
+    Timer.objects.filter(pk=timer.pk).update(due_at=clock.now() - timedelta(seconds=1))
+    assert timer_fire(timer_id=timer.pk)
+    execution = Execution.objects.get(pk=body["id"])
+    assert (execution.status, execution.error["type"]) == ("failed", "WorkflowTimeout")
+    assert_replayable(execution)
