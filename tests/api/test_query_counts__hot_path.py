@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from executions import messages
 from executions.definitions import definition_for
 from executions.engine.state import NodeState
-from executions.kernel import projections
+from executions.kernel import projections, writes
 from executions.models import Attempt, Event, Execution
 from executions.services.attempts import attempt_claim, attempt_complete_and_claim_next
 from executions.services.start import execution_start
@@ -155,3 +155,14 @@ def test_the_one_statement_writes_name_every_projected_column() -> None:
         assert f"v.{name}" in statement, name
     for name in (*projections.EXECUTION_FIELDS, *projections.BOOKKEEPING_FIELDS):
         assert column(Execution, name) in projections._UPDATE_EXECUTION_WITH_SNAPSHOT, name
+
+
+def test_the_event_insert_names_every_column_of_an_event() -> None:
+    """The events' statement is written out too: a column Event gains must be in it."""
+    statement = writes._INSERT_EVENTS
+    for field in Event._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        assert column(Event, field.name) in statement, field.name
+        if field.name != "execution":  # the one value not taken from the JSON rows
+            assert f"v.{field.column}" in statement, field.name
