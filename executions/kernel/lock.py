@@ -190,24 +190,37 @@ def _look_after(look: Look) -> None:
         look.run()
 
 
-def after_commit(execution_id: str, *, claims: bool = False) -> None:
+def after_commit(execution_id: str, *, claims: bool = False, wrote: bool = False) -> None:
     """The lock was let go: log what workers left meanwhile. Never raises into the caller
-    (an API request, a worker's task): what fails here, the sweeper retries."""
+    (an API request, a worker's task): what fails here, the sweeper retries. `wrote`: the
+    caller just wrote a result into the inbox (advance_pending's `wrote`)."""
     try:
-        advance_pending(execution_id, claims=claims, limit=LOOK_UNITS)
+        advance_pending(execution_id, claims=claims, limit=LOOK_UNITS, wrote=wrote)
     except Exception:
         log.warning("draining the inbox of %s failed; the sweeper will", execution_id,
                     exc_info=True)  # fmt: skip
 
 
 def advance_pending(
-    execution_id: UUID | str, *, claims: bool = False, limit: int | None = None
+    execution_id: UUID | str,
+    *,
+    claims: bool = False,
+    limit: int | None = None,
+    wrote: bool = False,
 ) -> int:
     """Log and decide upon the inbox's results (`claims`: its claims too) while there are
     any, the lock is free and fewer than `limit` units ran. Taken: its holder looks at the
-    inbox after its commit. Returns the number of units."""
+    inbox after its commit. Returns the number of units.
+
+    `wrote`: the caller's own result is in the inbox, committed: the first look goes
+    straight to the lock, whose statement reads the inbox itself (asking first would cost
+    a round trip that answers yes all but always)."""
     units = 0
-    while (limit is None or units < limit) and inbox.waiting(str(execution_id), claims=claims):
+    asked = not wrote
+    while (limit is None or units < limit) and (
+        not asked or inbox.waiting(str(execution_id), claims=claims)
+    ):
+        asked = True
         with transaction.atomic():
             # This loop is the look after the commit: the lock does not schedule another.
             locked = try_lock_execution(execution_id)

@@ -552,7 +552,7 @@ def _finish(
         # it, whichever order their steps interleave in. Inside a caller's transaction (a
         # transactional function's), the look waits for its commit.
         execution_id = str(row["execution_id"])
-        transaction.on_commit(lambda: after_commit(execution_id))
+        transaction.on_commit(lambda: after_commit(execution_id, wrote=True))
     return bool(written), None
 
 

@@ -129,6 +129,34 @@ def test_claim_and_result_with_the_lock_taken_go_into_the_row_then_the_holder_lo
     verified(execution)
 
 
+def test_a_result_written_into_the_inbox_looks_with_the_lock_alone():
+    """The worker that wrote its result looks at once, straight with the lock (whose
+    statement reads the inbox): three statements, the lock tried with the result, the
+    write into the inbox, the look's lock; no question first whether the inbox holds
+    anything (a fan-out's branch that finds the lock taken pays this). BEGIN and COMMIT
+    are not counted."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    with held(execution, recheck=True) as lock:
+        claimed = lock.without_waiting(lambda: attempt_claim(attempt_id=a.pk, worker_id="w"))
+        assert claimed is not None
+        with CaptureQueriesContext(connection) as result:
+            assert lock.without_waiting(
+                lambda: attempt_complete(attempt_id=a.pk, worker_id="w", output=7, claimed=claimed)
+            )
+        statements = [
+            q["sql"].strip()[:50]
+            for q in result.captured_queries
+            if q["sql"].strip() not in ("BEGIN", "COMMIT")
+        ]
+        assert len(statements) == 3, statements
+    # The holder let go and looked: logged, b scheduled.
+    a.refresh_from_db()
+    assert not a.unlogged
+    assert attempt_of(execution, "b").status == AttemptStatus.SCHEDULED
+    verified(execution)
+
+
 def test_a_holder_that_never_looks_leaves_it_to_the_sweeper():
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
