@@ -65,6 +65,7 @@ TABLE: list[tuple[str, str, list[str]]] = [
     ("/executions", "status", ["", "RUNNING", "running ", "x"]),
     ("/executions", "has_failed_nodes", ["", "True", "1", "yes", "maybe"]),
     ("/executions", "workflow", ["", "w" * 101]),
+    ("/executions", "tag", ["", "team", ":billing", "k" * 129 + ":v", "team:" + "v" * 129]),
     ("/executions/{execution_id}/events", "node_id", ["", "n" * 81]),
     ("/executions/{execution_id}/events", "wait", ["", "x", "31", "-1"]),
     ("/executions/{execution_id}/events", "after_seq", ["", "x", "-1", str(2**31)]),
