@@ -29,7 +29,7 @@ from typing import Any
 
 from celery.signals import beat_init
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
-from django_celery_beat.schedulers import DatabaseScheduler
+from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
 from workflows.celery import ORCHESTRATOR_QUEUE
 from workflows.conf import engine_settings
@@ -116,9 +116,23 @@ def heartbeat_path() -> Path:
     return engine_settings.VAR_DIR / "beat.heartbeat"
 
 
+class EngineEntry(ModelEntry):
+    """A row whose schedule is gone (its interval or crontab deleted under it) is refused
+    with the ValueError the scheduler skips a row on: django-celery-beat would raise
+    AttributeError instead, which ends beat and with it the sweeper every execution needs."""
+
+    def __init__(self, model: PeriodicTask, app: Any = None) -> None:
+        if model.scheduler is None:
+            log.warning("beat: skipped periodic task %s: it has no schedule", model.name)
+            raise ValueError(f"periodic task {model.name} has no schedule")
+        super().__init__(model, app=app)
+
+
 class EngineScheduler(DatabaseScheduler):
     """django-celery-beat's DatabaseScheduler that keeps the engine's entries in its
-    table and touches a heartbeat file on every tick."""
+    table, skips rows with no schedule and touches a heartbeat file on every tick."""
+
+    Entry = EngineEntry
 
     def all_as_schedule(self) -> dict[str, Any]:
         schedule: dict[str, Any] = super().all_as_schedule()

@@ -47,6 +47,19 @@ def test_a_deleted_sweeper_row_is_written_back_when_beat_reads_its_table() -> No
     assert (row.interval.every, row.interval.period) == (1, IntervalSchedule.SECONDS)
 
 
+def test_a_row_whose_schedule_is_gone_is_skipped_and_beat_keeps_the_sweeper() -> None:
+    """A row left with no interval, crontab, solar or clocked schedule (its schedule
+    deleted under it) made django-celery-beat raise AttributeError and beat exit: the
+    sweeper stopped for every execution."""
+    every = IntervalSchedule.objects.create(every=60, period=IntervalSchedule.SECONDS)
+    orphan = PeriodicTask.objects.create(name="orphan", task="x.y", interval=every)
+    PeriodicTask.objects.filter(pk=orphan.pk).update(interval=None)
+
+    schedule = scheduler().all_as_schedule()
+    assert "orphan" not in schedule
+    assert schedule[SWEEPER_ENTRY].task == SWEEP_TASK
+
+
 def test_a_disabled_or_edited_sweeper_row_is_put_back_as_the_engine_defines_it() -> None:
     beat = scheduler()
     beat.all_as_schedule()
