@@ -2,8 +2,9 @@
 in events/s, and the hop latency of a chain the workers run before and while it runs
 (the target: the p99 during the purge within twice the p99 before it).
 
-The events are copies of the golden histories (bench/whole_db.py), ended two days before
-the recorded run, so `--older-than 1d` takes them all and none of the chains. The purge
+The events are copies of the golden histories (bench/whole_db.py), which keep the times
+they were recorded at: `--ended-before` the last of those takes them all and none of the
+executions this run starts (a history recorded today is within a day of it). The purge
 runs as the command does, in a process of its own with the default batches; the chains
 run back to back while it does (at least one, however short the purge), each hop the
 time from one node's task_started to the next one's.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from datetime import timedelta
 from itertools import pairwise
 from typing import ClassVar
 
@@ -31,6 +33,17 @@ CHAINS_BEFORE = 3
 _SAID = re.compile(r"purged (\d+) executions .*?, (\d+) events in \d+ batches, ([\d.]+)s")
 
 
+def copies_ended_by() -> str:
+    """Just after the last stored copy ended (the copies are the golden-* workflows')."""
+    from django.db.models import Max
+
+    from executions.models import Execution
+
+    copies = Execution.objects.filter(workflow__name__startswith="golden-")
+    last = copies.aggregate(last=Max("ended_at"))["last"]
+    return (last + timedelta(milliseconds=1)).isoformat()
+
+
 class PurgeScenarios(BenchBase):
     """Scenario i: a purge of N events with a chain of executions running."""
 
@@ -41,11 +54,12 @@ class PurgeScenarios(BenchBase):
         from bench.whole_db import populate
 
         stored, events = populate(SIZES[self.v.name])
+        cutoff = copies_ended_by()
         version = make_version("purge-chain", chain_definition(CHAIN))
         before: list[float] = []
         for _ in range(CHAINS_BEFORE):
             before += self.chain_hops(version)
-        argv = [sys.executable, "manage.py", "purge_executions", "--older-than", "1d"]
+        argv = [sys.executable, "manage.py", "purge_executions", "--ended-before", cutoff]
         process = subprocess.Popen(
             argv, cwd=ROOT, env=self.procs.env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True,
