@@ -226,7 +226,12 @@ def _retry_requested(state: ExecutionState, event: Event) -> None:
     state.cancel_requested = False
     state.paused = False
     # An operator's retry after an engine error is a fresh try (the cause may be fixed),
-    # and so is one after a timeout: its deadline has passed and is not set again.
+    # and so is one after a timeout: its deadline has passed and is not set again, so the
+    # retried execution has none (nor do the children it starts: they inherit it). One
+    # still ahead stays: kernel/effects.py reopens its timer.
+    deadline = state.deadline_at
+    if deadline is not None and (state.timed_out or event.timestamp >= deadline):
+        state.deadline_at = None
     state.engine_error = None
     state.deadline_passed = False
     state.timed_out = False

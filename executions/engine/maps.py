@@ -53,6 +53,18 @@ def item_id(map_id: str, index: int) -> str:
     return f"{map_id}[{index}]"
 
 
+def item_scope(state: ExecutionState, node_id: str) -> dict[str, Any]:
+    """What a map's item task `<map id>[<index>]` adds to its templates, `item` and
+    `index`, as its start saw them (the items the map's input recorded); empty for any
+    other node. For templates rendered after the start (a rate limit's key, at the claim)."""
+    found = item_of(node_id)
+    if found is None:
+        return {}
+    map_id, index = found
+    items = (state.peek(map_id).input or {}).get("items") or []
+    return {"item": items[index] if index < len(items) else None, "index": index}
+
+
 def item_ids(state: ExecutionState, node: Node) -> tuple[str, ...]:
     items = (state.peek(node.id).input or {}).get("items") or []
     return _ids(node.id, len(items))

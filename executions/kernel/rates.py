@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
 from executions.engine.context import template_context
+from executions.engine.maps import item_scope
 from executions.engine.rates import next_token_at, refilled, whole
 from executions.engine.state import ExecutionState
 from executions.engine.statuses import ExecutionStatus
@@ -37,14 +38,11 @@ log = logging.getLogger(__name__)
 
 def rate_key_of(execution: Execution, state: ExecutionState, node: Node) -> str | None:
     """The bucket of the node's rate limit in this execution, its key rendered over the
-    node's template context (a map item's with its `index`). None when the key does not
+    node's template context (a map item's with its `item` and `index`). None when the key does not
     render: the attempt then starts unlimited and the problem is logged, since the key
     decides only when an attempt runs, never what it does."""
     assert node.rate_limit is not None
-    context = template_context(state)
-    _, bracket, rest = node.id.partition("[")
-    if bracket:
-        context = {**context, "index": int(rest.rstrip("]"))}
+    context = {**template_context(state), **item_scope(state, node.id)}
     try:
         return render_rate_key(
             node.rate_limit, context, workflow_id=execution.workflow_id, node_id=node.id

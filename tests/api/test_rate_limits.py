@@ -159,3 +159,24 @@ def test_a_rate_limit_only_on_nodes_a_worker_runs() -> None:
     }
     with pytest.raises(Exception, match="rate_limit applies to"):
         definition_validate(definition=definition)
+
+
+def test_a_map_items_key_reads_its_item(clock, sent) -> None:
+    # The per-item node's key reads `item` as its other templates do: one bucket per
+    # account, not one per index (nor unlimited, as a key that did not render would be).
+    body = {
+        "type": "function",
+        "function": "std.noop",
+        "rate_limit": {"key": "crm:{{ item.account }}", "per_second": 1, "burst": 1},
+    }
+    definition = {"nodes": [{"id": "m", "type": "map", "items": "input.rows", "node": body}]}
+    rows = [{"account": "acme"}, {"account": "globex"}, {"account": "acme"}]
+    execution = start(definition, {"rows": rows})
+    assert claim_all(execution) == ["m[0]", "m[1]"]
+    assert waiting(execution) == ["m[2]"]
+    assert set(RateBucket.objects.values_list("key", flat=True)) == {
+        "key:crm:acme",
+        "key:crm:globex",
+    }
+    (wait,) = events(execution, EventType.TASK_RATE_LIMITED)
+    assert (wait.node_id, wait.data["key"]) == ("m[2]", "key:crm:acme")

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 from rest_framework.test import APIClient
 
 from executions.models import Event, Execution, Timer
@@ -112,6 +113,30 @@ def test_a_child_started_after_its_parents_deadline_passed_and_was_retried_has_n
     assert not Timer.objects.filter(execution=kid, kind="deadline").exists()
 
 
+def test_a_timed_out_execution_retried_shows_no_deadline(api: APIClient, user) -> None:
+    """The retry runs with no deadline (the first has passed and is not set again), so
+    the execution shows none: in the API, in the console, and as its log folds."""
+    make_version({**WAITS, "timeout_seconds": 90}, name="bounded-shown")
+    body = api.post("/executions", {"workflow": "bounded-shown"}, format="json").json()
+    deadline = Timer.objects.get(execution_id=body["id"], kind="deadline")
+    Timer.objects.filter(pk=deadline.pk).update(due_at=clock.now() - timedelta(seconds=1))
+    assert timer_fire(timer_id=deadline.pk)
+    shown = api.get(f"/executions/{body['id']}").json()
+    assert (shown["status"], shown["deadline_at"]) == ("failed", body["deadline_at"])
+    execution_retry(execution_id=body["id"])
+    shown = api.get(f"/executions/{body['id']}").json()
+    assert (shown["status"], shown["deadline_at"]) == ("running", None)
+    user.is_superuser = user.is_staff = True
+    user.save()
+    console = Client()
+    console.force_login(user)
+    page = console.get(f"/admin/executions/execution/{body['id']}/change/")
+    assert page.status_code == 200
+    assert 'id="wf-deadline"' not in page.content.decode()
+    # The projection is the fold of the log, and replay re-derives every decision.
+    assert_replayable(Execution.objects.get(pk=body["id"]))
+
+
 def test_a_retry_before_the_deadline_runs_under_it_again(api: APIClient) -> None:
     """Its cancel closed the deadline timer; retried while the deadline is still ahead,
     the execution times out at it as it shows (deadline_at), not never."""
@@ -123,6 +148,8 @@ def test_a_retry_before_the_deadline_runs_under_it_again(api: APIClient) -> None
     execution_retry(execution_id=body["id"])
     timer.refresh_from_db()
     assert timer.fired_at is None
+    shown = api.get(f"/executions/{body['id']}").json()
+    assert shown["deadline_at"] == body["deadline_at"]
     Timer.objects.filter(pk=timer.pk).update(due_at=clock.now() - timedelta(seconds=1))
     assert timer_fire(timer_id=timer.pk)
     execution = Execution.objects.get(pk=body["id"])
