@@ -65,9 +65,19 @@ def _bucket(key: str, spec: RateLimitSpec, now: datetime) -> RateBucket:
     full = RateBucket(
         key=key, tokens=spec.burst, refilled_at=now, per_second=spec.per_second, burst=spec.burst
     )
-    # Two first claims of a key race to create it: one insert wins, both then lock it.
-    RateBucket.objects.bulk_create([full], ignore_conflicts=True)
-    return _locking(RateBucket.objects.filter(key=key)).get()
+    for _ in range(_CREATE_TRIES):
+        # Two first claims of a key race to create it: one insert wins, both then lock it.
+        RateBucket.objects.bulk_create([full], ignore_conflicts=True)
+        found = _locking(RateBucket.objects.filter(key=key)).first()
+        if found is not None:
+            return found
+        # rate_forget deleted it (full) between the insert and the lock: a full one again.
+    raise RuntimeError(f"rate bucket {key!r} deleted {_CREATE_TRIES} times while claimed")
+
+
+#: A bucket rate_forget deletes is full and idle: a claim that loses it to the delete
+#: more than once in a row is not a race but a bug.
+_CREATE_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -152,3 +162,36 @@ def rate_waits_until(key: str, attempt_id: int | None = None) -> datetime | None
         earlier = Q(scheduled_at__lt=mine) | Q(scheduled_at=mine, pk__lt=attempt_id)
         ahead = 0 if mine is None else _waiting(key).filter(earlier).count()
     return next_token_at(tokens, now, bucket.per_second, waiting=ahead)
+
+
+def rate_forget(*, after: str | None, count: int) -> tuple[int, str | None]:
+    """Delete the buckets, among the next `count` keys after `after` (None: from the
+    first), that are full again and have no attempt waiting: a full bucket is what a claim
+    creates for an unknown key, so forgetting one changes nothing, and without this a row
+    stays for every key value ever seen. Returns (deleted, the last key looked at, or
+    None once the keys have gone round). In its own transaction; rows a claim holds are
+    skipped (SKIP LOCKED), not waited for: they are in use, not idle."""
+    with transaction.atomic():
+        page = RateBucket.objects.order_by("key")
+        if after is not None:
+            page = page.filter(key__gt=after)
+        if connection.features.has_select_for_update_skip_locked:
+            page = page.select_for_update(skip_locked=True)
+        rows = list(page[:count])
+        if not rows:
+            return 0, None
+        now = clock.now()
+        full = {
+            row.key
+            for row in rows
+            if refilled(row.tokens, row.refilled_at, now, row.per_second, row.burst) >= row.burst
+        }
+        # rate_dispatch needs the bucket of a key with attempts held for it (a paused
+        # execution's, say), so that key's stays even if it is full.
+        held = Attempt.objects.filter(
+            rate_key__in=full, status=AttemptStatus.SCHEDULED
+        ).values_list("rate_key", flat=True)
+        gone = full - set(held)
+        if gone:
+            RateBucket.objects.filter(key__in=gone).delete()
+        return len(gone), rows[-1].key if len(rows) == count else None

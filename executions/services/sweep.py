@@ -36,7 +36,7 @@ from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.advance import execution_advance
 from executions.kernel.capacity import in_flight_cap, pool_dispatch, top_up
 from executions.kernel.lock import LOOK_UNITS, advance_pending, lock_execution
-from executions.kernel.rates import rate_dispatch
+from executions.kernel.rates import rate_dispatch, rate_forget
 from executions.liveness import sweep_completed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
 from executions.services import admission
@@ -63,6 +63,7 @@ class SweepReport:
     advanced: int = 0
     notified: int = 0
     admitted: int = 0
+    buckets_forgotten: int = 0
 
 
 def sweep() -> SweepReport:
@@ -77,6 +78,7 @@ def sweep() -> SweepReport:
         _drain_inboxes,
         _advance_undecided,
         _admit_held,
+        _forget_full_buckets,
     )
     for phase in phases:
         # Executions whose engine error could not be recorded: left alone for a while,
@@ -327,3 +329,16 @@ def _admit_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
 #: The last (workflow id, key) the admission phase read in this process (None: from the
 #: start). Per process: a sweeper in another process goes round on its own.
 _admission_cursor: tuple[int, str] | None = None
+
+
+def _forget_full_buckets(report: SweepReport, now: datetime, skip: list[str]) -> None:
+    """Rate buckets that are full again (kernel/rates.py's rate_forget): a page of BATCH
+    keys a tick, a cursor carrying on where the last tick stopped, so every bucket gets
+    its look however many keys there are, and no tick scans them all."""
+    global _bucket_cursor
+    forgotten, _bucket_cursor = rate_forget(after=_bucket_cursor, count=BATCH)
+    report.buckets_forgotten += forgotten
+
+
+#: The last key the previous tick's _forget_full_buckets looked at; None: from the first.
+_bucket_cursor: str | None = None
