@@ -217,7 +217,7 @@ class WhyReasonSerializer(serializers.Serializer):
         help_text="waiting_for_parents, condition_false, trigger_rule, retry_backoff, timer, "
         "waiting_for_approval, waiting_for_signal, waiting_for_child, concurrency_limit, "
         "pool_full, rate_limited, execution_paused, queued, running, execution_ended, "
-        "upstream_failed, max_parallel, parked"
+        "upstream_failed, max_parallel, parked, workflow_timeout"
     )
     message = serializers.CharField(help_text="The reason in words.")
 

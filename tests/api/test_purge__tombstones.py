@@ -8,6 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from rest_framework.test import APIClient
 
 from executions.models import Execution, Tombstone
 from tests.api.test_purge import ECHO, purge, run_all
@@ -32,6 +33,8 @@ ROUTES = [
     ("post", "/replay"),
     ("post", "/tasks/a/approve"),
     ("post", "/tasks/a/reject"),
+    ("post", "/tasks/a/retry"),
+    ("post", "/tasks/a/fail"),
     ("post", "/signals/go"),
 ]
 
@@ -58,6 +61,31 @@ def test_every_route_of_a_purged_execution_answers_410_with_its_tombstone(
     assert body["last_hash"] == purged.last_hash
     assert body["ended_at"] == purged.ended_at.isoformat().replace("+00:00", "Z")
     assert body["purged_at"].endswith("Z")
+
+
+def test_the_schema_declares_the_410_and_its_body_where_it_is_answered(
+    api, purged: Execution
+) -> None:
+    """Every operation under /executions/{execution_id} declares the 410 with the
+    tombstone's fields, and answers it with them; no other operation declares it."""
+    schema = APIClient().get("/schema", {"format": "json"}).json()
+    tombstone = schema["components"]["schemas"]["Tombstone"]
+    assert set(tombstone["properties"]) == set(tombstone["required"]) == FIELDS
+    under = 0
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            declared = operation["responses"].get("410")
+            if "{execution_id}" not in path:
+                assert declared is None, (method, path)
+                continue
+            under += 1
+            body = declared["content"]["application/json"]["schema"]
+            assert body == {"$ref": "#/components/schemas/Tombstone"}, (method, path)
+            url = path.format(execution_id=purged.pk, node_id="a", name="go")
+            response = getattr(api, method)(url, {}, format="json")
+            assert response.status_code == 410, (method, path, response.content)
+            assert set(response.json()) == FIELDS
+    assert under == len(ROUTES)
 
 
 def test_an_id_never_seen_is_still_404(api) -> None:

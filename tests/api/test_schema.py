@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 
@@ -10,6 +11,7 @@ from django.core.management import call_command
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
+from executions.engine import why
 from workflows.rest.schema import engine_document
 
 
@@ -150,3 +152,12 @@ def test_the_descriptions_name_no_module_of_the_code() -> None:
     text = json.dumps(_schema())
     modules = re.findall(r"\b(?:workflows|executions|nodes|config)\.[a-z_]+\b", text)
     assert not modules, sorted(set(modules))
+
+
+def test_the_why_schema_names_every_reason_code() -> None:
+    """The codes GET .../why answers with, as executions/engine/why.py writes them."""
+    codes = set(re.findall(r'"code": "([a-z_]+)"', inspect.getsource(why)))
+    assert {"rate_limited", "parked", "workflow_timeout"} <= codes
+    described = _schema()["components"]["schemas"]["WhyReason"]["properties"]["code"]
+    named = set(re.findall(r"[a-z_]+", described["description"]))
+    assert codes <= named, sorted(codes - named)

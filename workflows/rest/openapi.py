@@ -3,8 +3,9 @@
 Success bodies come from each view's serializers. The error responses follow from what
 the operation has (its parameters, body and path), so they are added here once rather than on every
 view: 400 when it takes parameters or a body, 401 and 403 unless it is public, 404 when
-its path names an object, 413 and 415 when it takes a JSON body. A 409 depends on the
-operation: views that can refuse in the current status declare `409: CONFLICT`.
+its path names an object, 410 when it names an execution (a purged one answers with its
+tombstone), 413 and 415 when it takes a JSON body. A 409 depends on the operation: views
+that can refuse in the current status declare `409: CONFLICT`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,26 @@ def _error(description: str) -> OpenApiResponse:
     return OpenApiResponse(ErrorSerializer, description=description)
 
 
+class TombstoneSerializer(serializers.Serializer):
+    """What a purged execution left: its id answers 410 with exactly these fields (and an
+    archive of its history verifies against `events` and `last_hash`)."""
+
+    id = serializers.UUIDField()
+    workflow = serializers.CharField()
+    version = serializers.IntegerField()
+    status = serializers.CharField(help_text="The status it ended with.")
+    ended_at = serializers.DateTimeField(allow_null=True)
+    purged_at = serializers.DateTimeField()
+    events = serializers.IntegerField(help_text="How many events its log held (its last seq).")
+    last_hash = serializers.CharField(help_text="The hash of its last event.")
+
+
+#: Every route under /executions/{execution_id} reads the execution through
+#: executions/retention/tombstones.py's execution_or_gone.
+_GONE = OpenApiResponse(TombstoneSerializer, description="The execution was purged: its tombstone.")
+#: The path parameter that names an execution.
+_EXECUTION_PARAMETER = "{execution_id}"
+
 CONFLICT = _error(
     "Not allowed in the current status (or an Idempotency-Key reused with another body)."
 )
@@ -46,6 +67,7 @@ _ERRORS: dict[str, OpenApiResponse] = {
     "401": _error("No or an invalid token (send Authorization: Token <key>) or session."),
     "403": _error("Authenticated, but without the permission this operation needs."),
     "404": _error("No such object."),
+    "410": _GONE,
     "413": _error("Request body too large (DATA_UPLOAD_MAX_MEMORY_SIZE)."),
     "415": _error("Only application/json bodies are accepted."),
 }
@@ -120,6 +142,8 @@ class AutoSchema(SpectacularAutoSchema):
             codes += ["401", "403"]
         if has_path_params:
             codes.append("404")
+        if _EXECUTION_PARAMETER in self.path:
+            codes.append("410")
         if has_body:
             codes += ["413", "415"]
         return codes
