@@ -159,6 +159,25 @@ def parked_nodes(execution: Execution) -> list[str]:
     return node_ids(execution, statuses=(TaskStatus.PARKED,))
 
 
+def parked_tasks(execution: Execution) -> list[str]:
+    """Every parked task an operator may retry or fail: the definition's nodes and each
+    map's items (an item is a task of its own, answered on its own), in the definition's
+    order, a map's items in index order."""
+    order = {node_id: n for n, node_id in enumerate(node_ids(execution))}
+    parked = Task.objects.filter(execution=execution, status=TaskStatus.PARKED)
+    found = parked.values_list("node_id", flat=True)
+
+    def place(node_id: str) -> tuple[int, int, str]:
+        # `map[9]` before `map[10]`: by length, then the index's digits compare.
+        return order.get(node_id.partition("[")[0], len(order)), len(node_id), node_id
+
+    return sorted(found, key=place)
+
+
+def any_parked(execution: Execution) -> bool:
+    return Task.objects.filter(execution=execution, status=TaskStatus.PARKED).exists()
+
+
 def _cancel(execution: Execution, data: dict[str, Any], by: str) -> tuple[str, Execution]:
     control.execution_cancel(execution_id=execution.pk, by=by)
     return (
@@ -248,7 +267,7 @@ def _unpark(action: str) -> Callable[[Execution, dict[str, Any], str], tuple[str
 
 
 def _parked_form(execution: Execution, data: Any, node: str) -> forms.Form:
-    return ParkedChoice(data, choices=_pairs(parked_nodes(execution)), initial={"node": node})
+    return ParkedChoice(data, choices=_pairs(parked_tasks(execution)), initial={"node": node})
 
 
 def _retry_form(execution: Execution, data: Any, node: str) -> forms.Form:
@@ -344,7 +363,7 @@ ACTIONS: dict[str, Action] = {
             "The parked node (out of attempts) gets another round of attempts, the first at "
             "once; if they run out too it parks again.",
             OPERATE,
-            lambda e: bool(parked_nodes(e)),
+            any_parked,
             _parked_form,
             _unpark("retry"),
         ),
@@ -354,7 +373,7 @@ ACTIONS: dict[str, Action] = {
             "The parked node fails for good, as it would have without parking: the execution "
             "fails and the compensations of the nodes that succeeded run.",
             OPERATE,
-            lambda e: bool(parked_nodes(e)),
+            any_parked,
             _parked_form,
             _unpark("fail"),
             danger=True,

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Value
-from django.db.models.functions import Left, StrIndex
+from django.db.models.functions import Left, Length, StrIndex
 from django.http import Http404
 from django.utils.safestring import SafeString, mark_safe
 
@@ -34,6 +34,9 @@ from workflows.kinds import get_kind
 ATTEMPTS_SHOWN = 25
 #: Events per page of the log.
 EVENTS_PER_PAGE = 50
+#: Parked items of one map the page lists with their own buttons (the confirmation page
+#: of "Retry/Fail parked node" offers every one).
+PARKED_ITEMS_SHOWN = 10
 _ITEM = "["
 _SETTLED = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 #: Left to right in a map's item bar: done, then going, then not yet.
@@ -71,6 +74,13 @@ class NodeView:
     reasons: list[dict[str, Any]] = field(default_factory=list)
     #: Its function runs in the transaction that records its result.
     transactional: bool = False
+    #: A map's parked items (the first PARKED_ITEMS_SHOWN, by index): each has its own
+    #: retry and fail buttons, as a parked node has, since an item has no row of its own.
+    parked_items: list[str] = field(default_factory=list)
+
+    @property
+    def parked_items_more(self) -> int:
+        return self.items.get(TaskStatus.PARKED, 0) - len(self.parked_items)
 
     @property
     def items_total(self) -> int:
@@ -129,6 +139,10 @@ def node_views(
     for map_id, status, count in item_counts(execution):
         if map_id in views:
             views[map_id].items[status] = count
+    for item in parked_items(
+        execution, [v for v in views.values() if v.items.get(TaskStatus.PARKED)]
+    ):
+        views[item.partition(_ITEM)[0]].parked_items.append(item)
     for node_id, child_id, status in children(execution):
         if node_id in views:
             views[node_id].child = (child_id, status)
@@ -165,6 +179,22 @@ def item_counts(execution: Execution) -> Iterable[tuple[str, str, int]]:
     map_id = Left("node_id", StrIndex("node_id", Value(_ITEM)) - 1)
     grouped = items.annotate(map_id=map_id).values("map_id", "status").annotate(n=Count("id"))
     return grouped.values_list("map_id", "status", "n").order_by()
+
+
+def parked_items(execution: Execution, maps: list[NodeView]) -> list[str]:
+    """The first PARKED_ITEMS_SHOWN parked items of each of these maps (those whose item
+    counts hold parked ones), in index order: one query per such map, none without."""
+    found: list[str] = []
+    for view in maps:
+        items = Task.objects.filter(
+            execution=execution,
+            node_id__startswith=f"{view.node_id}{_ITEM}",
+            status=TaskStatus.PARKED,
+        )
+        # `map[9]` before `map[10]`: by length first, the index's digits then compare.
+        ordered = items.order_by(Length("node_id"), "node_id")
+        found += ordered.values_list("node_id", flat=True)[:PARKED_ITEMS_SHOWN]
+    return found
 
 
 def children(execution: Execution) -> Iterable[tuple[str, str, str]]:

@@ -367,12 +367,14 @@ def _running(scene: Scene, node: Node, current: NodeState) -> Iterator[Reason]:
         return
     if kind is not None and kind.fans_out:
         items = [scene.state.nodes.get(i) for i in maps.item_ids(scene.state, node)]
-        done = sum(
-            1 for i in items if i is not None and i.status not in (TaskStatus.PENDING, *TASK_ACTIVE)
-        )
+        waiting = (TaskStatus.PENDING, TaskStatus.PARKED, *TASK_ACTIVE)
+        done = sum(1 for i in items if i is not None and i.status not in waiting)
+        parked = sum(1 for i in items if i is not None and i.status == TaskStatus.PARKED)
+        # A parked item is not done: it waits for an operator, and the map with it.
+        waits = f"; {parked} parked, waiting for an operator's retry or fail" if parked else ""
         yield {
             "code": "running",
-            "message": f"{done} of {len(items)} items done",
+            "message": f"{done} of {len(items)} items done{waits}",
             "worker": None,
             "lease_expires_at": None,
         }

@@ -13,6 +13,7 @@ from selenium.webdriver.common.by import By
 
 from executions.models import Event, Task
 from tests.browser.test_admin__console import (
+    left,
     log_in,
     message,
     open_execution,
@@ -91,4 +92,113 @@ def test_a_parked_node_is_retried_then_failed_from_its_row(
         ("fail", "root"),
     ]
     chrome.save_screenshot(str(screenshots / "console-parked-failed.png"))
+    assert_replayable(done)
+
+
+MAP = {
+    "retry_policy": {"max_attempts": 2, "initial_interval_seconds": 0.2, "on_exhausted": "park"},
+    "nodes": [
+        {
+            "id": "cards",
+            "type": "function",
+            "function": "std.echo",
+            "input": [{"message": "card 1 declined"}, {"message": "card 2 declined"}],
+        },
+        {
+            "id": "charge_each",
+            "type": "map",
+            "depends_on": ["cards"],
+            "items": "nodes.cards.output",
+            "node": {"type": "function", "function": "std.fail", "input": "{{ item }}"},
+        },
+    ],
+}
+
+
+def press_item(chrome, action: str, item: str) -> None:
+    """An item's button in its map's row, then "Yes" on the confirmation page."""
+    chrome.find_element(
+        By.CSS_SELECTOR, f'#wf-nodes a[data-action={action}][data-node="{item}"]'
+    ).click()
+    chosen = chrome.find_element(By.CSS_SELECTOR, "#wf-confirm-form select[name=node]")
+    assert chosen.get_attribute("value") == item  # the page asks about that item
+    chrome.find_element(By.CSS_SELECTOR, "#wf-confirm-form input[type=submit]").click()
+    left(chrome, "#wf-confirm-form")
+
+
+def item_buttons(chrome, map_id: str) -> dict[str, list[str]]:
+    """item -> its buttons' actions, as the map's row shows them."""
+    row = chrome.find_element(By.CSS_SELECTOR, f"#wf-nodes tr[data-node-id={map_id}]")
+    return {
+        item.get_attribute("data-item"): [
+            a.get_attribute("data-action") for a in item.find_elements(By.CSS_SELECTOR, "a")
+        ]
+        for item in row.find_elements(By.CSS_SELECTOR, ".wf-parked-item")
+    }
+
+
+def test_a_parked_map_item_is_retried_then_failed_from_its_maps_row(
+    chrome, live_server, engine: Engine, screenshots: Path
+) -> None:
+    execution = start(MAP)
+    wait_for(execution, "charge_each[0]", "parked", timeout=60)
+    wait_for(execution, "charge_each[1]", "parked", timeout=60)
+    log_in(chrome, live_server)
+    open_execution(chrome, live_server, execution)
+    assert status_badge(chrome) == "running"
+    assert pictured(chrome) == {"cards": "succeeded", "charge_each": "running"}
+    row = chrome.find_element(By.CSS_SELECTOR, "#wf-nodes tr[data-node-id=charge_each]")
+    assert "2 items: 2 parked" in row.text
+    assert "0 of 2 items done; 2 parked, waiting for an operator's retry or fail" in row.text
+    assert item_buttons(chrome, "charge_each") == {
+        "charge_each[0]": ["retry_parked", "fail_parked"],
+        "charge_each[1]": ["retry_parked", "fail_parked"],
+    }
+    bar = chrome.find_element(By.ID, "wf-actions")
+    assert bar.find_element(By.CSS_SELECTOR, "a[data-action=retry_parked]").text == (
+        "Retry parked node"
+    )
+    chrome.save_screenshot(str(screenshots / "console-parked-map.png"))
+
+    press_item(chrome, "retry_parked", "charge_each[1]")
+    assert "Parked node charge_each[1]: another round of attempts starts." in message(chrome)
+    wait_until(
+        chrome,
+        lambda: (
+            Event.objects.filter(
+                execution=execution, type="task_parked", node_id="charge_each[1]"
+            ).count()
+            == 2
+        ),
+        "the item's second round never parked",
+    )
+    chrome.refresh()
+    assert set(item_buttons(chrome, "charge_each")) == {"charge_each[0]", "charge_each[1]"}
+
+    press_item(chrome, "fail_parked", "charge_each[0]")
+    assert "Parked node charge_each[0]: it fails for good." in message(chrome)
+    # The map waits for its other item, still parked: only that one keeps its buttons.
+    assert status_badge(chrome) == "running"
+    row = chrome.find_element(By.CSS_SELECTOR, "#wf-nodes tr[data-node-id=charge_each]")
+    assert "2 items: 1 failed, 1 parked" in row.text
+    assert "1 of 2 items done; 1 parked, waiting for an operator's retry or fail" in row.text
+    assert item_buttons(chrome, "charge_each") == {
+        "charge_each[1]": ["retry_parked", "fail_parked"]
+    }
+    chrome.save_screenshot(str(screenshots / "console-parked-map-one-failed.png"))
+    press_item(chrome, "fail_parked", "charge_each[1]")
+    assert "Parked node charge_each[1]: it fails for good." in message(chrome)
+    done = engine.wait(execution.pk)
+    assert done.status == "failed"
+    chrome.refresh()
+    assert status_badge(chrome) == "failed"
+    assert pictured(chrome)["charge_each"] == "failed"
+    assert item_buttons(chrome, "charge_each") == {}
+    unparked = Event.objects.filter(execution=done, type="task_unparked").order_by("seq")
+    assert [(e.node_id, e.data["action"], e.data["by"]) for e in unparked] == [
+        ("charge_each[1]", "retry", "root"),
+        ("charge_each[0]", "fail", "root"),
+        ("charge_each[1]", "fail", "root"),
+    ]
+    chrome.save_screenshot(str(screenshots / "console-parked-map-failed.png"))
     assert_replayable(done)
