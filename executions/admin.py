@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import path
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django_celery_beat import admin as celery_beat_admin
 from django_celery_beat.models import PeriodicTask
 
@@ -81,7 +81,9 @@ class ExecutionAdmin(ReadOnlyLargeTableAdmin):
 
     @admin.display(description="tags")
     def tags_text(self, obj: Execution) -> str:
-        return ", ".join(f"{key}:{value}" for key, value in sorted(obj.tags.items())) or "—"
+        # One tag a line (console.css): a long value wraps inside its own line.
+        tags = sorted(obj.tags.items())
+        return format_html_join("", '<span class="wf-tag">{}:{}</span>', tags) if tags else "—"
 
     @admin.display(description="took")
     def took(self, obj: Execution) -> str:
@@ -148,14 +150,16 @@ def warn_if_sweeper_stale(request: HttpRequest) -> None:
     status = sweeper_status()
     if status.state in ("ok", "unknown"):
         return
-    when = (
-        f"its last completed sweep was {seconds_text(status.age_seconds or 0)} ago"
+    # The state read as a sentence ("The sweeper is never" was what a person saw).
+    what = (
+        f"The sweeper is stale: its last completed sweep was "
+        f"{seconds_text(status.age_seconds or 0)} ago"
         if status.last_sweep_at
-        else "no sweep has completed yet"
+        else "The sweeper has never run: no sweep has completed yet"
     )
     messages.warning(
         request,
-        f"The sweeper is {status.state}: {when}. Until it runs, no lease times out and no "
+        f"{what}. Until it runs, no lease times out and no "
         "timer, retry or held execution moves on. Check that celery beat runs and that a "
         "worker consumes the orchestrator queue.",
     )
