@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 from executions.models import Event, Task
+from tests.api.test_purge import run_all
 from tests.browser.test_admin__console import (
     left,
     log_in,
@@ -202,3 +204,46 @@ def test_a_parked_map_item_is_retried_then_failed_from_its_maps_row(
     ]
     chrome.save_screenshot(str(screenshots / "console-parked-map-failed.png"))
     assert_replayable(done)
+
+
+def test_a_map_with_more_parked_items_than_its_row_lists(
+    chrome, live_server, screenshots: Path
+) -> None:
+    """Twelve parked items: the row lists the first ten by index (not `[10]` before `[2]`)
+    and links the rest to the confirmation page, whose list holds every one."""
+    definition = {
+        "retry_policy": {"max_attempts": 1, "on_exhausted": "park"},
+        "nodes": [
+            {"id": "cards", "type": "function", "function": "std.echo", "input": list(range(12))},
+            {
+                "id": "charge_each",
+                "type": "map",
+                "depends_on": ["cards"],
+                "items": "nodes.cards.output",
+                "node": {"type": "function", "function": "std.fail"},
+            },
+        ],
+    }
+    execution = run_all(start(definition))  # in this process: no workers needed
+    items = [f"charge_each[{n}]" for n in range(12)]
+    parked = Task.objects.filter(execution=execution, status="parked")
+    assert sorted(parked.values_list("node_id", flat=True)) == sorted(items)
+    log_in(chrome, live_server)
+    open_execution(chrome, live_server, execution)
+    assert list(item_buttons(chrome, "charge_each")) == items[:10]
+    row = chrome.find_element(By.CSS_SELECTOR, "#wf-nodes tr[data-node-id=charge_each]")
+    assert "and 2 more parked: choose one" in row.text
+    chrome.execute_script("arguments[0].scrollIntoView()", row)
+    chrome.save_screenshot(str(screenshots / "console-parked-map-many.png"))
+
+    row.find_element(By.LINK_TEXT, "choose one").click()
+    wait_until(chrome, lambda: chrome.find_elements(By.ID, "wf-confirm-form"), "the form")
+    choice = Select(chrome.find_element(By.CSS_SELECTOR, "#wf-confirm-form select[name=node]"))
+    assert [o.get_attribute("value") for o in choice.options] == items
+    choice.select_by_value("charge_each[11]")
+    chrome.save_screenshot(str(screenshots / "console-parked-map-choose.png"))
+    chrome.find_element(By.CSS_SELECTOR, "#wf-confirm-form input[type=submit]").click()
+    left(chrome, "#wf-confirm-form")
+    assert "Parked node charge_each[11]: another round of attempts starts." in message(chrome)
+    unparked = Event.objects.get(execution=execution, type="task_unparked")
+    assert (unparked.node_id, unparked.data["action"]) == ("charge_each[11]", "retry")
