@@ -14,9 +14,10 @@ from selenium.webdriver.common.by import By
 
 from executions.models import Execution, Tombstone
 from executions.services.start import execution_start
-from tests.api.test_purge import purge, run_all
+from tests.api.test_purge import purge
 from tests.browser.test_admin__console import log_in, wait_until
 from tests.factories import make_version
+from tests.integration.engine import Engine
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,10 +34,10 @@ def status_of(chrome, url: str) -> int:
 
 
 def test_the_console_of_a_purged_execution_shows_its_tombstone(
-    chrome, live_server, screenshots: Path
+    chrome, live_server, engine: Engine, screenshots: Path
 ) -> None:
     version = make_version(ECHO, name="nightly-export")
-    execution = run_all(execution_start(version=version, input={"x": 1})[0])
+    execution = engine.wait(execution_start(version=version, input={"x": 1})[0].pk)
     assert execution.status == "succeeded"
     purge()
     assert not Execution.objects.filter(pk=execution.pk).exists()
