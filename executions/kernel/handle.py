@@ -35,8 +35,6 @@ class Locked:
     inbox_waiting: bool = True
     #: The look after commit this holder owes (None: no inbox, on SQLite).
     look: Look | None = None
-    #: The rows the UPDATE taken with the lock changed (lock.try_lock_execution `then`).
-    then_rows: int | None = None
 
     @classmethod
     def new(cls, execution: Execution) -> Locked:

@@ -87,41 +87,63 @@ LOOK_UNITS = 3
 
 def lock_execution(execution_id: UUID | str) -> Locked:
     """The execution row, locked until the transaction ends. Call inside atomic()."""
-    locked = _lock(execution_id, skip_locked=False)
+    locked = _lock(execution_id, skip_locked=False)[0]
     assert locked is not None
     return locked
 
 
-def try_lock_execution(execution_id: UUID | str, *, then: Then | None = None) -> Locked | None:
+def try_lock_execution(execution_id: UUID | str) -> Locked | None:
     """lock_execution, or None at once if another transaction holds the lock: a worker
-    then leaves its fact in the inbox (kernel/inbox.py) for that holder to log.
+    then leaves its fact in the inbox (kernel/inbox.py) for that holder to log."""
+    return _lock(execution_id, skip_locked=inbox.enabled())[0]
 
-    `then`: an UPDATE run in the same statement once the lock is taken (never if it is
-    not), its rows counted in `Locked.then_rows`: a worker's result sets its attempt's
-    row with no round trip of its own. Where there is no inbox it runs on its own after."""
-    locked = _lock(execution_id, skip_locked=inbox.enabled(), then=then)
-    if locked is not None and then is not None and locked.then_rows is None:
+
+def try_lock_or_leave(
+    execution_id: UUID | str, *, then: Then, otherwise: Then
+) -> tuple[Locked | None, int]:
+    """try_lock_execution, with two UPDATEs in the same statement: `then` runs if the lock
+    is taken, `otherwise` if it is not (a worker's result: its attempt's row set under the
+    lock, or written into the inbox). Exclusive: both are conditional on the one locked
+    read. Returns the lock (None: not taken, `otherwise` ran) and the rows the UPDATE that
+    ran changed. Where there is no inbox the lock waits: it is always taken, and `then`
+    runs on its own after it."""
+    locked, rows = _lock(execution_id, skip_locked=inbox.enabled(), then=then, otherwise=otherwise)
+    if locked is not None and rows is None:
         with connection.cursor() as cursor:
             cursor.execute(*then)
-            locked.then_rows = cursor.rowcount
-    return locked
+            rows = cursor.rowcount
+    assert rows is not None
+    return locked, rows
 
 
 #: An UPDATE ending in its WHERE clause, and its parameters.
 Then = tuple[str, list[Any]]
 
-#: The lock's SELECT, and an UPDATE made conditional on it, as one statement. The locked
-#: row is MATERIALIZED: read (and locked, or skipped) once, whoever reads it.
+#: The lock's SELECT, an UPDATE made conditional on its row and one conditional on its
+#: absence, as one statement. The locked row is MATERIALIZED: read (and locked, or
+#: skipped) once, whoever reads it, so exactly one of the two UPDATEs changes anything
+#: (they may name the same row: PostgreSQL leaves a row changed twice in one statement
+#: undefined, and this never does). One row comes back either way: the locked row and
+#: the rows changed, or NULLs and the rows `otherwise` changed.
 _LOCK_THEN = """
 WITH locked AS MATERIALIZED ({lock}),
-then_rows AS ({then} AND EXISTS (SELECT 1 FROM locked) RETURNING 1)
-SELECT locked.*, (SELECT COUNT(*) FROM then_rows) AS then_rows FROM locked
+then_rows AS ({then} AND EXISTS (SELECT 1 FROM locked) RETURNING 1),
+otherwise_rows AS ({otherwise} AND NOT EXISTS (SELECT 1 FROM locked) RETURNING 1)
+SELECT locked.*, (SELECT COUNT(*) FROM then_rows) AS then_rows,
+    (SELECT COUNT(*) FROM otherwise_rows) AS otherwise_rows
+FROM (VALUES (1)) AS one (x) LEFT JOIN locked ON true
 """
 
 
 def _lock(
-    execution_id: UUID | str, *, skip_locked: bool, then: Then | None = None
-) -> Locked | None:
+    execution_id: UUID | str,
+    *,
+    skip_locked: bool,
+    then: Then | None = None,
+    otherwise: Then | None = None,
+) -> tuple[Locked | None, int | None]:
+    """The lock (None: skipped), and the rows `then` changed if it was taken, `otherwise`
+    if not (None: neither ran, for want of an inbox or of the two)."""
     assert transaction.get_connection().in_atomic_block, "lock_execution needs atomic()"
     logs.bind(execution_id=execution_id)  # until the enclosing boundary or task ends
     queryset = Execution.objects.all()
@@ -136,30 +158,35 @@ def _lock(
     if connection.features.has_select_for_update:
         queryset = queryset.select_for_update(skip_locked=skip_locked)
     # On SQLite the IMMEDIATE transaction already holds the database's write lock.
-    then_rows = None
-    if skip_locked and then is not None:
+    rows = None
+    execution: Execution | None
+    if skip_locked and then is not None and otherwise is not None:
         lock, params = _lock_sql(queryset, execution_id, deferred=is_cached(execution_id))
-        statement = _LOCK_THEN.format(lock=lock, then=then[0])
-        raw = Execution.objects.raw(statement, [*params, *then[1]])
-        execution = next(iter(raw), None)
-        if execution is not None:
-            then_rows = vars(execution).pop("then_rows")
+        statement = _LOCK_THEN.format(lock=lock, then=then[0], otherwise=otherwise[0])
+        raw = Execution.objects.raw(statement, [*params, *then[1], *otherwise[1]])
+        found = next(iter(raw))
+        then_rows, otherwise_rows = (vars(found).pop(name) for name in _ROWS)
+        execution = found if found.pk is not None else None
+        rows = then_rows if execution is not None else otherwise_rows
     elif skip_locked:
         execution = next(iter(queryset.filter(pk=execution_id)), None)
     else:
         execution = queryset.get(pk=execution_id)
     if execution is None:
-        return None
+        return None, rows
     # Read off the row: the handle carries it, the model instance no attribute of the lock's.
     locked = Locked(execution, inbox_waiting=vars(execution).pop("inbox_waiting", True))
-    locked.then_rows = then_rows
     if inbox.enabled():
         # Every holder looks at the inbox once it lets go: a worker that found the lock
         # taken wrote its fact and went on. A unit of work takes the look over.
         look = Look(str(execution_id), partial(after_commit, str(execution_id)))
         locked.look = look
         transaction.on_commit(partial(_look_after, look))
-    return locked
+    return locked, rows
+
+
+#: The counts _LOCK_THEN reads beside the row.
+_ROWS = ("then_rows", "otherwise_rows")
 
 
 #: The lock's SELECT as the ORM compiles it, by whether it defers the snapshot: the same

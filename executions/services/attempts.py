@@ -27,7 +27,7 @@ from executions.kernel import inbox
 from executions.kernel.advance import record_and_decide
 from executions.kernel.capacity import pool_admits, pool_of
 from executions.kernel.handle import Locked
-from executions.kernel.lock import Then, after_commit, lock_execution, try_lock_execution
+from executions.kernel.lock import Then, after_commit, lock_execution, try_lock_or_leave
 from executions.kernel.log import load_state
 from executions.kernel.rates import rate_key_of, rate_refuses
 from executions.kernel.unit import UnitOfWork
@@ -527,15 +527,20 @@ def _finish(
     if only_if is not None:
         mine = mine.filter(only_if)
     # A worker's own result never waits for the lock: taken, it goes into the inbox
-    # (kernel/inbox.py). A verdict on someone else's attempt (a timeout) is taken
-    # under the lock, after the inbox: a result that came first wins.
+    # (kernel/inbox.py), in the same statement. A verdict on someone else's attempt (a
+    # timeout) is taken under the lock, after the inbox: a result that came first wins.
     try:
         with transaction.atomic():
             if worker_id is not None:
-                # The result's own UPDATE goes with the lock, taken only if the lock is.
-                ended = _finished(attempt_id, worker_id, status, clock.now())
-                locked = try_lock_execution(row["execution_id"], then=ended)
-                if locked is not None and not locked.then_rows:
+                # The result's own UPDATE goes with the lock: the row set if the lock is
+                # taken, the row set and the result written into the inbox if not.
+                now = clock.now()
+                locked, rows = try_lock_or_leave(
+                    row["execution_id"],
+                    then=_finished(attempt_id, worker_id, status, now),
+                    otherwise=_left(attempt_id, worker_id, status, now, data),
+                )
+                if not rows:
                     return False, None  # not this worker's attempt any more
             else:
                 locked = lock_execution(row["execution_id"])
@@ -543,17 +548,16 @@ def _finish(
                     return False, None
             if locked is not None:
                 return _finish_locked(locked, row, result, source, claim_next_for)
+            # Written, then looked: the holder looks after it lets go, so one of the two
+            # sees it, whichever order their steps interleave in. The look runs once the
+            # write is committed (inside a caller's transaction, a transactional
+            # function's, once that commits).
+            execution_id = str(row["execution_id"])
+            transaction.on_commit(lambda: after_commit(execution_id, wrote=True))
+            return True, None
     except IntegrityError:
         # The constraint saw a second result for this attempt: someone recorded it first.
         return False, None
-    written = mine.update(status=status, finished_at=clock.now(), result=data, unlogged=True)
-    if written:
-        # Written, then looked: the holder looks after it lets go, so one of the two sees
-        # it, whichever order their steps interleave in. Inside a caller's transaction (a
-        # transactional function's), the look waits for its commit.
-        execution_id = str(row["execution_id"])
-        transaction.on_commit(lambda: after_commit(execution_id, wrote=True))
-    return bool(written), None
 
 
 #: A worker's result on its attempt's row: running -> its status, if still this worker's.
@@ -570,6 +574,25 @@ WHERE {a.id} = %s AND {a.status} = '{running}' AND {a.worker_id} = %s
 def _finished(attempt_id: int, worker_id: str, status: AttemptStatus, now: datetime) -> Then:
     adapt = connection.ops.adapt_datetimefield_value
     return _FINISHED.strip(), [status.value, adapt(now), attempt_id, worker_id]
+
+
+#: The same, with the result written into the row for the lock's holder (the inbox).
+_LEFT = sql(
+    """
+UPDATE {a} SET {a.status} = %s, {a.finished_at} = %s, {a.result} = %s, {a.unlogged} = true
+WHERE {a.id} = %s AND {a.status} = '{running}' AND {a.worker_id} = %s
+""",
+    a=Attempt,
+    running=AttemptStatus.RUNNING.value,
+)
+
+
+def _left(
+    attempt_id: int, worker_id: str, status: AttemptStatus, now: datetime, data: dict[str, Any]
+) -> Then:
+    adapt = connection.ops.adapt_datetimefield_value
+    result = Attempt._meta.get_field("result").get_db_prep_save(data, connection)
+    return _LEFT.strip(), [status.value, adapt(now), result, attempt_id, worker_id]
 
 
 def _finish_locked(

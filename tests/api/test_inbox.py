@@ -129,12 +129,12 @@ def test_claim_and_result_with_the_lock_taken_go_into_the_row_then_the_holder_lo
     verified(execution)
 
 
-def test_a_result_written_into_the_inbox_looks_with_the_lock_alone():
-    """The worker that wrote its result looks at once, straight with the lock (whose
-    statement reads the inbox): three statements, the lock tried with the result, the
-    write into the inbox, the look's lock; no question first whether the inbox holds
-    anything (a fan-out's branch that finds the lock taken pays this). BEGIN and COMMIT
-    are not counted."""
+def test_a_result_that_finds_the_lock_taken_costs_two_statements():
+    """The result's statement tries the lock and, finding it taken, writes the result into
+    the inbox (kernel/lock.py try_lock_or_leave); once that commits, the worker looks
+    straight with the lock (whose statement reads the inbox), with no question first
+    whether the inbox holds anything. Two statements: a fan-out's branch that finds the
+    lock taken pays this. BEGIN and COMMIT are not counted."""
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
     with held(execution, recheck=True) as lock:
@@ -149,7 +149,7 @@ def test_a_result_written_into_the_inbox_looks_with_the_lock_alone():
             for q in result.captured_queries
             if q["sql"].strip() not in ("BEGIN", "COMMIT")
         ]
-        assert len(statements) == 3, statements
+        assert len(statements) == 2, statements
     # The holder let go and looked: logged, b scheduled.
     a.refresh_from_db()
     assert not a.unlogged
@@ -298,30 +298,41 @@ def _holder(
 def test_a_holder_that_looks_before_the_worker_writes_is_covered_by_the_worker_s_look(
     monkeypatch,
 ):
-    """The worker finds the lock taken, and before its write lands the holder commits and
-    looks (and finds nothing): the worker looks after writing, so nothing waits."""
+    """The worker finds the lock taken and writes its result in the same statement, and
+    before that write commits the holder commits and looks (and finds nothing): the
+    worker looks after its write commits, so nothing waits."""
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
     assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    # The claim logged first: the holder's drain must not lock a's row, or the write would
+    # wait on it (the next test) instead of landing while the lock is held.
+    assert sweeper.advance_pending(execution.pk, claims=True) == 1
     taken, release = threading.Event(), threading.Event()
     holder = threading.Thread(target=_holder, args=(execution, taken, release))
     holder.start()
     assert taken.wait(10)
-    real = attempts.try_lock_execution
+    real = attempts.try_lock_or_leave
 
-    def try_lock(execution_id: UUID | str, **options: Any) -> Locked | None:
+    def try_lock(execution_id: UUID | str, **options: Any) -> tuple[Locked | None, int]:
         got = real(execution_id, **options)
-        if got is None:  # the holder commits and looks before the write
+        if got[0] is None:  # the holder commits and looks before the write commits
             release.set()
             holder.join(10)
         return got
 
-    monkeypatch.setattr(attempts, "try_lock_execution", try_lock)
+    monkeypatch.setattr(attempts, "try_lock_or_leave", try_lock)
     assert attempt_complete(attempt_id=a.pk, worker_id="w", output=7)
     a.refresh_from_db()
     assert not a.unlogged
     assert Event.objects.filter(execution=execution, type="task_completed").count() == 1
     verified(execution)
+
+
+def running_query(pid: int) -> str:
+    """The start of the statement the backend `pid` is running (or last ran)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone()[0]
 
 
 def _a_result_waits_on_the_drain_s_row_lock() -> None:
@@ -330,6 +341,7 @@ def _a_result_waits_on_the_drain_s_row_lock() -> None:
     assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
     taken, release = threading.Event(), threading.Event()
     pids: list[int] = []
+    recorded: list[bool] = []
     holder = threading.Thread(target=_holder, args=(execution, taken, release, pids))
     holder.start()
     assert taken.wait(scaled(10))
@@ -337,7 +349,7 @@ def _a_result_waits_on_the_drain_s_row_lock() -> None:
     def worker() -> None:
         try:
             pids.append(backend_pid())
-            attempt_complete(attempt_id=a.pk, worker_id="w", output=7)
+            recorded.append(attempt_complete(attempt_id=a.pk, worker_id="w", output=7))
         finally:
             connections.close_all()
 
@@ -346,18 +358,29 @@ def _a_result_waits_on_the_drain_s_row_lock() -> None:
     # It found the lock taken and waits on the row the holder's drain locked: let go only
     # once PostgreSQL says so, so that every run tests that wait.
     eventually(lambda: len(pids) == 2 and waits_on(pids[1], pids[0]), 10, "no wait on the row")
+    # The statement waiting is the lock's own: the lock was tried and skipped, and its
+    # inbox write waits. The holder commits and looks between the two.
+    assert running_query(pids[1]).lstrip().startswith("WITH locked AS MATERIALIZED")
     release.set()
     holder.join(scaled(10))
     thread.join(scaled(10))
     assert not thread.is_alive(), "the worker's result never landed"
+    assert recorded == [True]
     a.refresh_from_db()
-    assert not a.unlogged
+    assert (a.status, a.unlogged, a.result) == (AttemptStatus.SUCCEEDED, False, None)
+    completed = Event.objects.filter(execution=execution, type="task_completed", node_id="a")
+    assert [e.data["output"] for e in completed] == [7]
+    assert attempt_of(execution, "b").status == AttemptStatus.SCHEDULED
     verified(execution)
 
 
-def test_a_result_that_waited_on_the_drain_s_row_lock_is_logged_without_the_sweeper():
-    """No patching: the holder's drain locks the row of the unlogged claim; the worker's
-    result waits on it, lands after the holder's commit, and the worker's look logs it."""
+def test_a_holder_that_commits_between_the_failed_lock_and_the_inbox_write_loses_nothing():
+    """No patching. The failed lock and the inbox write are one statement (kernel/lock.py
+    try_lock_or_leave), and the holder can still commit between the two: its drain
+    locked the row of the unlogged claim, so the write waits on it, and the holder
+    commits and looks (finding nothing yet). The write then lands on the row as the drain
+    left it, commits, and the worker's look logs it: recorded once, not lost, without the
+    sweeper."""
     for _ in range(3):
         _a_result_waits_on_the_drain_s_row_lock()
 
