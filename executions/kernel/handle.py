@@ -1,9 +1,12 @@
 """What the lock hands its holder (executions/kernel/lock.py): the locked row and what the
-holder owes the inbox once it lets go, as typed fields instead of attributes on the row."""
+holder owes the inbox once it lets go, as typed fields instead of attributes on the row;
+and, for a worker's message, the looks its thread still owes (`looks_owed`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from executions.models import Execution
@@ -41,3 +44,37 @@ class Locked:
         """An execution whose row no other transaction can see yet (being started): it
         needs no lock, and no worker knows it to leave a fact in its inbox."""
         return cls(execution, inbox_waiting=False)
+
+
+#: The executions whose lock this thread let go of without a look since, inside a
+#: `looks_owed` block (elsewhere nothing is kept).
+_owed = threading.local()
+
+
+@contextmanager
+def looks_owed() -> Iterator[set[str]]:
+    """For the block (a worker's message), the executions whose lock this thread took and
+    whose inbox it has not looked at to the end since (kernel/lock.py, "The look at the
+    end of a message"): `owe` adds one, a look run to the end by this thread (`settle`)
+    takes it out. What is left at the end is owed a look."""
+    outer = getattr(_owed, "ids", None)
+    owed: set[str] = set()
+    _owed.ids = owed
+    try:
+        yield owed
+    finally:
+        _owed.ids = outer
+
+
+def owe(execution_id: str) -> None:
+    """This thread took the execution's lock: it owes a look until one runs after it."""
+    owed = getattr(_owed, "ids", None)
+    if owed is not None:
+        owed.add(execution_id)
+
+
+def settle(execution_id: str) -> None:
+    """This thread looked at the execution's inbox to the end, after every lock of its own."""
+    owed = getattr(_owed, "ids", None)
+    if owed is not None:
+        owed.discard(execution_id)

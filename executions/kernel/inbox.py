@@ -1,8 +1,9 @@
 """The inbox of facts workers could not log themselves (coalesced orchestration).
 
 A worker that finds its execution's lock taken (lock.try_lock_execution) writes its
-claim or result into the attempt's row, `unlogged`, with one conditional UPDATE, and goes
-on with its next message instead of queueing on the lock. Every unit of work under the
+claim or result into the attempt's row, `unlogged`, with one conditional UPDATE (a result's
+in the failed lock's own statement: lock.try_lock_or_leave), and goes on with its next
+message instead of queueing on the lock. Every unit of work under the
 lock first drains the rows (`drain`: their facts become events, in the order they
 happened, then one decision for all of them), and after its commit looks again
 (lock.after_commit): a worker that found the lock taken wrote its fact before it looked, so

@@ -23,11 +23,17 @@ under a lock.
 the database's, every worker waits for it, and there is no inbox). A worker whose claim
 needs nothing of the state, or whose result finds the lock taken, writes its fact into the
 attempt's row (`unlogged`, one conditional UPDATE: kernel/inbox.py) and goes on with its
-next message instead of queueing on the lock. Every unit of work drains the inbox first
+next message instead of queueing on the lock. A result's write is the failed lock's own
+statement (`try_lock_or_leave`): beside the UPDATE that sets the row if the lock is taken,
+one that writes the result into it if not, each conditional on the one MATERIALIZED read
+of the locked row, so exactly one of them runs. Every unit of work drains the inbox first
 (its facts become events in the order they happened, then one decision for all of them).
 Every holder of the lock looks at the inbox once it lets go (`after_commit`). The worker
-writes, then looks; the holder lets go, then looks: whichever way their steps interleave,
-one of the two sees the fact.
+writes and commits, then looks; the holder lets go, then looks: whichever way their steps
+interleave, one of the two sees the fact. In one statement or two, the holder may still
+let go between the failed lock and the write (the write waits on the row while the
+holder's drain has it locked) and look before the write commits: the worker's look, after
+its commit, is the one that sees it.
 
 **The lookers**, each running at most LOOK_UNITS units (a hot execution must not keep its
 looker from everything else; what is left goes to the next holder, writer or sweeper tick):
@@ -39,7 +45,8 @@ looker from everything else; what is left goes to the next holder, writer or swe
    (services/attempts.py `_finish`): the lock may have been let go meanwhile.
 4. A worker's lease keeper, SHOW_RUNNING_AFTER into an attempt that runs on, drains its
    claims too, so the attempt shows as running (worker/runtime.py `show_running`).
-5. A worker at the end of its message (worker/runtime.py `run_task`).
+5. A worker at the end of its message, only where it owes one (below; worker/runtime.py
+   `run_attempt`).
 6. The sweeper's inbox phase, every tick: the backstop for a looker that died
    (services/sweep.py `_drain_inboxes`).
 
@@ -47,11 +54,30 @@ looker from everything else; what is left goes to the next holder, writer or swe
 look itself (`advance_pending`: the loop is the look, `recheck=False`). A unit whose worker
 claimed its next attempt eagerly (`UnitOfWork.look_later`): it leaves the look to that
 worker's next unit, its lease keeper or the end of its message (services/attempts.py
-`_finish_locked`). A drain is skipped when the lock, taken without waiting, read the inbox
+`_finish_locked`). The look at the end of a worker's message, where none is owed (below).
+A drain is skipped when the lock, taken without waiting, read the inbox
 empty in its own SELECT (`Locked.inbox_waiting`); a lock that waited drains without
 asking, its reading being from before the wait. A unit that drained the inbox must
 commit: one that did not, in a transaction that did, is logged as the bug it is
 (`Look.uncommitted`).
+
+**The look at the end of a message.** A worker's thread keeps, for each message, the
+executions whose lock it took and has not looked after since (kernel/handle.py
+`looks_owed`): taking a lock owes a look (`_lock`), and a look of the thread's own run to
+the end settles it (`after_commit`: it found the inbox empty or the lock taken, within
+LOOK_UNITS). At the end of the message it looks only at what it still owes: an eager
+unit's execution whose next unit did not come (the last attempt lost its lease, or stopped
+cancelled), a lock whose transaction rolled back, a look cut at LOOK_UNITS or that failed.
+Why that loses nothing: a fact is owed a look by the holder whose lock its writer's look
+found taken. A lock of this thread's is let go either with its look run after it (a
+unit's own, `UnitOfWork` recheck; the lock's, `_look_after`: both are `after_commit`,
+which settles) or without, and only without leaves the execution owed. A look settles
+every lock the thread let go before it, not only its own: it starts after they were let
+go, so it reads every fact written while they were held (each writer committed its write
+before its look found the lock taken); what it cannot log because another holder has the
+lock, that holder logs (it drains first, and looks once it lets go). So what is left owed
+at the end is exactly what no look has covered. A worker that dies first leaves it to the
+sweeper, as before.
 
 **Claims and results in the inbox.** A result is never ordered before its own claim,
 whatever the worker's clock did; facts the log has moved past (a result for an attempt
@@ -71,7 +97,7 @@ from django.db import connection, transaction
 from django.db.models import OuterRef
 
 from executions.kernel import inbox
-from executions.kernel.handle import Locked, Look
+from executions.kernel.handle import Locked, Look, owe, settle
 from executions.kernel.log import is_cached, load_state
 from executions.kernel.unit import UnitOfWork
 from executions.models import Execution
@@ -178,7 +204,9 @@ def _lock(
     locked = Locked(execution, inbox_waiting=vars(execution).pop("inbox_waiting", True))
     if inbox.enabled():
         # Every holder looks at the inbox once it lets go: a worker that found the lock
-        # taken wrote its fact and went on. A unit of work takes the look over.
+        # taken wrote its fact and went on. A unit of work takes the look over. Owed by
+        # this thread until a look of its own runs to the end (a worker's message).
+        owe(str(execution_id))
         look = Look(str(execution_id), partial(after_commit, str(execution_id)))
         locked.look = look
         transaction.on_commit(partial(_look_after, look))
@@ -222,10 +250,15 @@ def after_commit(execution_id: str, *, claims: bool = False, wrote: bool = False
     (an API request, a worker's task): what fails here, the sweeper retries. `wrote`: the
     caller just wrote a result into the inbox (advance_pending's `wrote`)."""
     try:
-        advance_pending(execution_id, claims=claims, limit=LOOK_UNITS, wrote=wrote)
+        units = advance_pending(execution_id, claims=claims, limit=LOOK_UNITS, wrote=wrote)
     except Exception:
         log.warning("draining the inbox of %s failed; the sweeper will", execution_id,
                     exc_info=True)  # fmt: skip
+        return
+    if units < LOOK_UNITS:
+        # Looked to the end (the inbox empty, or the lock taken by a holder that looks
+        # after it): nothing this thread let go of before is owed a look any more.
+        settle(str(execution_id))
 
 
 def advance_pending(

@@ -198,7 +198,9 @@ class UnitOfWork:
 
     def look_later(self) -> None:
         """Skip the look after commit: the caller's next unit comes soon and takes what
-        the inbox holds then (a worker that claimed its next attempt eagerly)."""
+        the inbox holds then (a worker that claimed its next attempt eagerly). Its thread
+        still owes the look (kernel/handle.py `looks_owed`) until one of its own runs: if
+        none does, the end of its message looks."""
         self._recheck = False
 
     def apply_effects(self, *, eager: bool = False) -> None:

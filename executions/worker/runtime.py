@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection
 
+from executions.kernel.handle import looks_owed
 from executions.kernel.lock import after_commit
 from executions.services.attempts import (
     attempt_claim,
@@ -93,9 +94,8 @@ def run_attempt(attempt_id: int, *, keeper: Keeper | None = None) -> None:
     logs.bind(worker=worker)
     # A fault boundary (executions/services/containment.py): an engine exception while
     # claiming, recording or advancing ends this attempt's execution with an engine error.
-    with attempt_boundary(attempt_id):
+    with attempt_boundary(attempt_id), looks_owed() as owed:
         claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
-        execution_id = claimed.execution_id if claimed is not None else None
         for done in range(1, EAGER_LIMIT + 1):
             if claimed is None:
                 break  # a duplicate delivery, a cancelled or timed-out attempt, or no next
@@ -103,9 +103,11 @@ def run_attempt(attempt_id: int, *, keeper: Keeper | None = None) -> None:
             # With per-type queues, every attempt goes through its own queue's workers.
             eager = done < EAGER_LIMIT and not engine_settings.NODE_QUEUES
             claimed = run_claimed(claimed, worker, claim_next=eager, keeper=keeper)
-        if execution_id is not None:
-            # An eager unit left its look to this worker's next one, which may not have
-            # come (the last attempt lost its lease, or stopped cancelled): look now.
+        # Only a look owed: a lock of this worker's let go with none after it (an eager
+        # unit left its look to this worker's next one, which did not come: the last
+        # attempt lost its lease, or stopped cancelled), or a look that stopped at
+        # LOOK_UNITS. Every other lock was looked after already (kernel/lock.py).
+        for execution_id in sorted(owed):
             after_commit(execution_id)
 
 

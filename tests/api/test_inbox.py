@@ -15,9 +15,10 @@ import pytest
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
+from executions import messages
 from executions.engine.events import Decision, EventType, Source
 from executions.integrity import check, rebuild_rows
-from executions.kernel.handle import Locked
+from executions.kernel.handle import Locked, looks_owed
 from executions.kernel.lock import lock_execution, try_lock_execution
 from executions.kernel.log import load_state, verifiable_log
 from executions.kernel.unit import UnitOfWork
@@ -25,6 +26,9 @@ from executions.models import Attempt, AttemptStatus, Event, Execution, Task
 from executions.services import attempts, control
 from executions.services import sweep as sweeper
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
+from executions.worker import runtime
+from executions.worker.lease import InlineKeeper
+from nodes.errors import NodeCancelled
 from tests.factories import start, timeline
 from tests.waiting import eventually, scaled
 
@@ -459,4 +463,85 @@ def test_the_lock_hands_a_typed_handle_and_leaves_the_row_as_the_model_reads_it(
         assert locked.look is not None
         assert locked.look.taken  # the unit looks after its commit, not the lock
     assert not Attempt.objects.filter(execution=execution, unlogged=True).exists()
+    verified(execution)
+
+
+FORK = {
+    "nodes": [
+        {"id": "a", "type": "function", "function": "std.noop"},
+        {"id": "b", "type": "function", "function": "std.noop", "depends_on": ["a"]},
+        {"id": "c", "type": "function", "function": "std.noop", "depends_on": ["a"]},
+        {"id": "d", "type": "function", "function": "std.noop", "depends_on": ["b"]},
+    ]
+}
+
+
+def test_a_look_an_eager_unit_left_is_taken_at_the_end_of_the_message(monkeypatch):
+    """The look at the end of a message runs only when one is owed: here it is. b's unit
+    claims d eagerly and leaves its look to this worker's next unit; meanwhile another
+    worker's result for c finds the lock taken and goes into the inbox (its own look finds
+    the lock still taken). d then stops cancelled, with no unit of its own: the end of the
+    message looks, and logs c's result, without the sweeper."""
+    execution = start(FORK)
+    a = attempt_of(execution, "a")
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    assert attempt_complete(attempt_id=a.pk, worker_id="w", output=None)
+    c = attempt_of(execution, "c")
+    other = attempt_claim(attempt_id=c.pk, worker_id="other")
+    assert other is not None
+    # Its claim logged: b's unit must not lock c's row (the result below would wait on it).
+    assert sweeper.advance_pending(execution.pk, claims=True) == 1
+    real_look_later = UnitOfWork.look_later
+    left: list[bool] = []
+
+    def look_later(work: UnitOfWork) -> None:
+        real_look_later(work)
+
+        def other_worker() -> None:
+            try:
+                left.append(attempt_complete(attempt_id=c.pk, worker_id="other", output=3))
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=other_worker)  # while this unit holds the lock
+        thread.start()
+        thread.join(scaled(10))
+
+    def execute(claimed: Any, ctx: Any) -> Any:
+        if claimed.node.id == "d":
+            raise NodeCancelled()
+        return None
+
+    monkeypatch.setattr(UnitOfWork, "look_later", look_later)
+    monkeypatch.setattr(runtime, "execute", execute)
+    b = attempt_of(execution, "b")
+    with messages.diverted(lambda *message: None):
+        runtime.run_attempt(b.pk, keeper=InlineKeeper())
+    assert left == [True]  # written into the inbox, not logged: the lock was taken
+    assert not Attempt.objects.filter(execution=execution, unlogged=True).exists()
+    completed = Event.objects.filter(execution=execution, type="task_completed", node_id="c")
+    assert [e.data["output"] for e in completed] == [3]
+    assert attempt_of(execution, "d").status == AttemptStatus.RUNNING  # stopped, unrecorded
+    verified(execution)
+
+
+def test_a_message_whose_units_all_looked_owes_no_look_at_its_end():
+    """The worker keeps what its thread owes (kernel/handle.py looks_owed): a unit that
+    looks after its commit owes nothing, an eager unit owes its look, a result written
+    into the inbox owes nothing once its look ran."""
+    execution = start(CHAIN)
+    a = attempt_of(execution, "a")
+    with looks_owed() as owed:
+        claimed = attempt_claim(attempt_id=a.pk, worker_id="w")
+        assert claimed is not None
+        nxt = attempts.attempt_complete_and_claim_next(
+            attempt_id=a.pk, worker_id="w", output=1, claimed=claimed
+        )
+        assert nxt is not None
+        assert owed == {str(execution.pk)}  # b claimed eagerly: its unit left its look
+        with held(execution, recheck=True):
+            assert attempt_complete(attempt_id=nxt.attempt_id, worker_id="w", output=2, claimed=nxt)
+        assert owed == set()  # into the inbox, then looked: nothing owed
+    execution.refresh_from_db()
+    assert execution.status == "succeeded"
     verified(execution)

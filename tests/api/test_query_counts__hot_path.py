@@ -26,6 +26,8 @@ from executions.models import Attempt, Event, Execution
 from executions.services.attempts import attempt_claim, attempt_complete_and_claim_next
 from executions.services.start import execution_start
 from executions.sqlnames import column
+from executions.worker.lease import InlineKeeper
+from executions.worker.runtime import run_attempt
 from nodes.context import Claimed
 from tests.factories import make_version
 
@@ -146,6 +148,29 @@ def test_a_fan_out_s_branch_costs_a_fixed_number_of_statements() -> None:
     assert max(counts) <= pinned, counts
     done = Event.objects.filter(execution=execution, type="task_completed").count()
     assert done == BRANCHES  # a and the five branches, each logged once
+
+
+def test_a_fan_out_s_branch_as_its_message_runs_it_sends_no_look_at_its_end() -> None:
+    """The branch as a worker's message runs it (run_task): the same statements as above,
+    and no look at the end of the message, none being owed (its unit looked after its
+    commit: kernel/lock.py, "The look at the end of a message")."""
+    execution, claimed = _started(FAN_OUT)
+    with messages.diverted(lambda *message: None):
+        eager = attempt_complete_and_claim_next(
+            attempt_id=claimed.attempt_id, worker_id="w", output=0, claimed=claimed
+        )
+    assert eager is not None
+    counts = []
+    for branch in range(1, BRANCHES):
+        attempt = Attempt.objects.get(execution=execution, node_id=f"b{branch}")
+        with _statements() as sent:
+            run_attempt(attempt.pk, keeper=InlineKeeper())
+        counts.append(len(sent))
+    print(f"\nfan-out: statements per branch's message {counts}")
+    pinned = _pinned(FAN_OUT_NODE_STATEMENTS, FAN_OUT_NODE_STATEMENTS_SQLITE)
+    assert max(counts) <= pinned, counts
+    done = Event.objects.filter(execution=execution, type="task_completed").count()
+    assert done == BRANCHES
 
 
 def test_the_one_statement_writes_name_every_projected_column() -> None:
