@@ -37,6 +37,7 @@ from executions.engine.readers import (
     reader,
 )
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
+from executions.kernel.writes import Writes, insert_rows
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from nodes.secrets import secret_names, template_of
 from workflows import clock
@@ -82,9 +83,12 @@ def apply_effects(
     outbox: messages.Outbox,
     *,
     hold: Hold = Hold.NONE,
+    writes: Writes | None = None,
 ) -> Held:
-    """The rows and messages `events` call for, in the order they were appended."""
-    held = _schedule_attempts(execution, events, now, outbox, hold)
+    """The rows and messages `events` call for, in the order they were appended.
+    `writes`: the attempts' INSERT is staged there when nothing holds any of them (no
+    top-up reads them before the writes are sent: kernel/capacity.py)."""
+    held = _schedule_attempts(execution, events, now, outbox, hold, writes)
     for event in events:
         _apply_effect(execution, event, now, outbox, held)
         if event.type in _ENDINGS:
@@ -118,6 +122,7 @@ def _schedule_attempts(
     now: datetime,
     outbox: messages.Outbox,
     hold: Hold,
+    writes: Writes | None = None,
 ) -> Held:
     """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds).
     Those `hold` holds wait for the commit's top-up to the in-flight cap, and a pool's
@@ -168,22 +173,25 @@ def _schedule_attempts(
         if published:
             kind = cast(str, SCHEDULED_TYPE(d.data, d.payload))  # a worker's: schedules_attempt
             sends += [(len(rows) - 1, kind)] * (2 if duplicated else 1)
-    Attempt.objects.bulk_create(rows, batch_size=500)
+    if writes is not None and hold == Hold.NONE:
+        insert_rows(writes, rows)  # their ids are set once the writes are sent
+    else:
+        Attempt.objects.bulk_create(rows, batch_size=500)
     if sends:
         workflow_id, priority = execution.workflow_id, execution.priority
-        out = [(rows[i].pk, rows[i].node_id, rows[i].attempt, kind) for i, kind in sends]
+        out = [(rows[i], kind) for i, kind in sends]
 
         def publish() -> None:
             workflow = messages.workflow_name(workflow_id)
             messages.publish_attempts(
                 [
                     messages.AttemptMessage(
-                        attempt_id,
-                        messages.attempt_name(workflow, node_id, attempt),
+                        row.pk,
+                        messages.attempt_name(workflow, row.node_id, row.attempt),
                         kind,
                         priority,
                     )
-                    for attempt_id, node_id, attempt, kind in out
+                    for row, kind in out
                 ]
             )
 

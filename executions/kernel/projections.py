@@ -12,7 +12,7 @@ from django.db import connection, models
 
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState, NodeState
-from executions.kernel.writes import Writes, as_json
+from executions.kernel.writes import Writes, as_json, insert_rows
 from executions.models import Execution, Task
 from executions.sqlnames import column, sql
 from workflows.dsl import Definition
@@ -67,7 +67,10 @@ def save_execution(
         setattr(execution, name, value)
     if execution._state.adding:
         # Begun before its row was written (services/start.py): the row as decided.
-        execution.save(force_insert=True)
+        if writes is not None:
+            insert_rows(writes, [execution])
+        else:
+            execution.save(force_insert=True)
         return
     if writes is not None:
         statement = _UPDATE_EXECUTION_WITH_SNAPSHOT if snapshot else _UPDATE_EXECUTION
@@ -129,7 +132,7 @@ def project_tasks(
     statement that updates the rows and inserts those missing (kernel/writes.py)."""
     touched = sorted(node_id for node_id in set(node_ids) if node_id in state.nodes)
     if execution.tasks_unwritten:
-        _create_decided(execution, state, touched, definition)
+        _create_decided(execution, state, touched, definition, writes)
         return
     if writes is not None:
         if touched:
@@ -157,22 +160,28 @@ def project_tasks(
 
 
 def _create_decided(
-    execution: Execution, state: ExecutionState, touched: list[str], definition: Definition | None
+    execution: Execution,
+    state: ExecutionState,
+    touched: list[str],
+    definition: Definition | None,
+    writes: Writes | None = None,
 ) -> None:
     """A new execution's Task rows in one INSERT: the definition's nodes (the touched ones
     as decided, the others pending), then the touched nodes it does not name (map items),
-    in the order create_tasks and then an update would have created them."""
+    in the order create_tasks and then an update would have created them. `writes`:
+    staged there (their ids, which no one reads, are not returned)."""
     definition = definition or definition_for(execution.version_id)
     ids = [node.id for node in definition.nodes]
     ids += [node_id for node_id in touched if node_id not in definition.by_id]
     decided = set(touched)
-    Task.objects.bulk_create(
-        (
-            _task_row(execution, definition, node_id, state if node_id in decided else None)
-            for node_id in ids
-        ),
-        batch_size=500,
-    )
+    rows = [
+        _task_row(execution, definition, node_id, state if node_id in decided else None)
+        for node_id in ids
+    ]
+    if writes is not None:
+        insert_rows(writes, rows, numbered=False)
+    else:
+        Task.objects.bulk_create(rows, batch_size=500)
     execution.tasks_unwritten = False
 
 

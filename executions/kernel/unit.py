@@ -203,10 +203,11 @@ class UnitOfWork:
         none does, the end of its message looks."""
         self._recheck = False
 
-    def apply_effects(self, *, eager: bool = False) -> None:
+    def apply_effects(self, *, eager: bool = False, writes: Writes | None = None) -> None:
         """Create the rows what was appended so far calls for, before the commit: a worker
         that claims an attempt its own result scheduled does so in the same unit
-        (`eager`: the first attempt scheduled is then held for that claim)."""
+        (`eager`: the first attempt scheduled is then held for that claim). `writes`: the
+        commit's, where the attempts may be staged (effects.apply_effects)."""
         applied = self._appended[self._applied :]
         hold = Hold.NONE
         if any(d.type == EventType.TASK_SCHEDULED for d in applied):
@@ -214,7 +215,9 @@ class UnitOfWork:
                 hold = Hold.ALL
             elif eager:
                 hold = Hold.FIRST
-        held = apply_effects(self.execution, applied, self.now, self.outbox, hold=hold)
+        held = apply_effects(
+            self.execution, applied, self.now, self.outbox, hold=hold, writes=writes
+        )
         self._held.add(held)
         self._applied = len(self._appended)
 
@@ -222,14 +225,14 @@ class UnitOfWork:
         """Write what was appended. `decided`: every event up to now was decided upon (the
         sweeper advances executions whose decided_seq lags)."""
         execution, state = self.execution, self.state
-        # An execution being started is inserted by its first unit: its events, which
-        # refer to it, follow through the ORM.
-        writes = None if execution._state.adding else staged()
+        writes = staged()
         if self._rows and writes is not None:
             insert_events(writes, execution, self._rows)
         elif self._rows:
             Event.objects.bulk_create(self._rows)
-        self.apply_effects()
+        # An execution being started is inserted by its first unit, with its attempts in
+        # the same statement: no one can read them before it is sent.
+        self.apply_effects(writes=writes if execution._state.adding else None)
         self._release_held()
         if decided:
             execution.decided_seq = execution.last_seq
