@@ -19,6 +19,7 @@ from workflows.rest.fields import (
     StrictIntegerField,
     WorkflowRefField,
 )
+from workflows.rest.serializers import FieldsOnce
 
 
 @extend_schema_field(TAGS_SCHEMA)
@@ -32,7 +33,7 @@ class TagsField(serializers.JSONField):
             raise serializers.ValidationError(str(exc)) from None
 
 
-class ExecutionSerializer(serializers.ModelSerializer):
+class ExecutionSerializer(FieldsOnce, serializers.ModelSerializer):
     workflow_id = serializers.IntegerField(read_only=True)
     workflow = serializers.CharField(source="workflow.name", read_only=True)
     version = serializers.IntegerField(source="version.version", read_only=True)
