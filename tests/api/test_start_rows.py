@@ -9,12 +9,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from executions import messages
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState
 from executions.kernel import advance as advance_module
 from executions.kernel.log import state_now
 from executions.kernel.projections import differences
-from executions.models import Execution, Task
+from executions.models import Attempt, Execution, Task
 from executions.services import start as start_module
 from executions.services.start import execution_start
 from tests.factories import make_version
@@ -108,3 +109,21 @@ def test_the_concurrency_key_is_rendered_once(monkeypatch) -> None:
     # Without key_errors (a schedule, a trigger): a failed execution names it.
     failed, _ = execution_start(version=version, input={})
     assert Execution.objects.get(pk=failed.pk).status == "failed"
+
+
+def test_a_start_s_messages_name_the_attempts_it_inserted(
+    django_capture_on_commit_callbacks,
+) -> None:
+    """The attempts go in with the start's other rows (one statement on PostgreSQL), and
+    each run_task message carries the id the database gave its row."""
+    version = make_version(FAN)
+    sent: list[tuple[str, tuple[object, ...]]] = []
+    sink = messages.diverted(lambda name, args, countdown: sent.append((name, args)))
+    with sink, django_capture_on_commit_callbacks(execute=True):
+        execution, _ = execution_start(version=version, input={"items": [1, 2, 3]})
+    rows = dict(
+        Attempt.objects.filter(execution=execution).values_list("pk", "node_id").order_by("pk")
+    )
+    assert sorted(rows.values()) == ["a", "m[0]", "m[1]", "z"]
+    assert sorted(args[0] for name, args in sent if name == messages.RUN_TASK) == sorted(rows)
+    assert not execution._state.adding  # saved: a later save updates the row
