@@ -37,7 +37,7 @@ from executions.engine.readers import (
     reader,
 )
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
-from executions.kernel.writes import Writes, insert_rows
+from executions.kernel.writes import ROWS_IN_ONE, Writes, insert_rows
 from executions.models import Attempt, AttemptStatus, Execution, Timer, TimerKind
 from nodes.secrets import secret_names, template_of
 from workflows import clock
@@ -87,7 +87,8 @@ def apply_effects(
 ) -> Held:
     """The rows and messages `events` call for, in the order they were appended.
     `writes`: the attempts' INSERT is staged there when nothing holds any of them (no
-    top-up reads them before the writes are sent: kernel/capacity.py)."""
+    top-up reads them before the writes are sent: kernel/capacity.py) and they are no
+    more than writes.ROWS_IN_ONE."""
     held = _schedule_attempts(execution, events, now, outbox, hold, writes)
     for event in events:
         _apply_effect(execution, event, now, outbox, held)
@@ -173,7 +174,7 @@ def _schedule_attempts(
         if published:
             kind = cast(str, SCHEDULED_TYPE(d.data, d.payload))  # a worker's: schedules_attempt
             sends += [(len(rows) - 1, kind)] * (2 if duplicated else 1)
-    if writes is not None and hold == Hold.NONE:
+    if writes is not None and hold == Hold.NONE and len(rows) <= ROWS_IN_ONE:
         insert_rows(writes, rows)  # their ids are set once the writes are sent
     else:
         Attempt.objects.bulk_create(rows, batch_size=500)

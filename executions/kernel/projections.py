@@ -12,7 +12,7 @@ from django.db import connection, models
 
 from executions.definitions import definition_for
 from executions.engine.state import ExecutionState, NodeState
-from executions.kernel.writes import Writes, as_json, insert_rows
+from executions.kernel.writes import ROWS_IN_ONE, Writes, as_json, insert_rows
 from executions.models import Execution, Task
 from executions.sqlnames import column, sql
 from workflows.dsl import Definition
@@ -178,7 +178,7 @@ def _create_decided(
         _task_row(execution, definition, node_id, state if node_id in decided else None)
         for node_id in ids
     ]
-    if writes is not None:
+    if writes is not None and len(rows) <= ROWS_IN_ONE:
         insert_rows(writes, rows, numbered=False)
     else:
         Task.objects.bulk_create(rows, batch_size=500)

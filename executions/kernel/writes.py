@@ -5,8 +5,12 @@ metric deltas of a unit are independent writes to different tables. On PostgreSQ
 out as one data-modifying WITH: one round trip, and statements built from the models'
 names (executions/sqlnames.py) without the ORM on the hot path. Each sub-statement sees the
 same snapshot and none reads another's rows, which none of these needs: every row they
-touch is the execution's own, under its lock (kernel/lock.py). Elsewhere (SQLite) the
-callers write through the ORM as before (`staged()` is None).
+touch is the execution's own, under its lock (kernel/lock.py). An execution's first unit
+(services/start.py) inserts the execution's row, its attempts and its Task rows in the same
+statement (`insert_rows`): no one can see it before its commit, and the rows' foreign keys
+are checked at the commit (Django's are deferred on PostgreSQL), so the order of the
+sub-statements does not matter. Elsewhere (SQLite) the callers write through the ORM as
+before (`staged()` is None).
 """
 
 from __future__ import annotations
@@ -76,6 +80,13 @@ class Writes:
 def staged() -> Writes | None:
     """A collector for a unit's writes where they can go out as one (PostgreSQL)."""
     return Writes() if connection.vendor == "postgresql" else None
+
+
+#: At most this many rows go into a unit's statement through `insert_rows` (the batch
+#: size the ORM's inserts used): more (a wide fan-out's start) are bulk-created, in
+#: batches, as before, keeping the statement's parameters within PostgreSQL's limit
+#: where a host binds them server-side.
+ROWS_IN_ONE = 500
 
 
 @cache

@@ -15,6 +15,7 @@ from executions.engine.state import ExecutionState
 from executions.kernel import advance as advance_module
 from executions.kernel.log import state_now
 from executions.kernel.projections import differences
+from executions.kernel.writes import ROWS_IN_ONE
 from executions.models import Attempt, Execution, Task
 from executions.services import start as start_module
 from executions.services.start import execution_start
@@ -127,3 +128,15 @@ def test_a_start_s_messages_name_the_attempts_it_inserted(
     assert sorted(rows.values()) == ["a", "m[0]", "m[1]", "z"]
     assert sorted(args[0] for name, args in sent if name == messages.RUN_TASK) == sorted(rows)
     assert not execution._state.adding  # saved: a later save updates the row
+
+
+def test_a_wide_start_writes_every_row() -> None:
+    """More rows than go into the start's one statement are inserted as before (ORM
+    batches) beside it: the same rows either way."""
+    width = ROWS_IN_ONE + 20
+    nodes = [{"id": f"n{i}", "type": "function", "function": "std.noop"} for i in range(width)]
+    execution, _ = execution_start(version=make_version({"nodes": nodes}), input={})
+    stored = Execution.objects.get(pk=execution.pk)
+    assert Task.objects.filter(execution=execution, status="scheduled").count() == width
+    assert Attempt.objects.filter(execution=execution).count() == width
+    assert differences(stored, state_now(stored)) == []
