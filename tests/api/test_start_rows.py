@@ -5,6 +5,7 @@ projecting the first decision onto them; held and start_at executions keep their
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -118,7 +119,7 @@ def test_a_start_s_messages_name_the_attempts_it_inserted(
     """The attempts go in with the start's other rows (one statement on PostgreSQL), and
     each run_task message carries the id the database gave its row."""
     version = make_version(FAN)
-    sent: list[tuple[str, tuple[object, ...]]] = []
+    sent: list[tuple[str, tuple[Any, ...]]] = []
     sink = messages.diverted(lambda name, args, countdown: sent.append((name, args)))
     with sink, django_capture_on_commit_callbacks(execute=True):
         execution, _ = execution_start(version=version, input={"items": [1, 2, 3]})
