@@ -70,10 +70,14 @@ class Held:
 
     capped: int = 0
     pools: set[str] = field(default_factory=set)
+    #: The attempt held for its worker's eager claim (Hold.FIRST), not inserted: asked for
+    #: with `defer_first`, its caller inserts it, claimed or held (counted in `capped`).
+    first: Attempt | None = None
 
     def add(self, other: Held) -> None:
         self.capped += other.capped
         self.pools |= other.pools
+        self.first = self.first or other.first
 
 
 def apply_effects(
@@ -84,12 +88,14 @@ def apply_effects(
     *,
     hold: Hold = Hold.NONE,
     writes: Writes | None = None,
+    defer_first: bool = False,
 ) -> Held:
     """The rows and messages `events` call for, in the order they were appended.
     `writes`: the attempts' INSERT is staged there when nothing holds any of them (no
     top-up reads them before the writes are sent: kernel/capacity.py) and they are no
-    more than writes.ROWS_IN_ONE."""
-    held = _schedule_attempts(execution, events, now, outbox, hold, writes)
+    more than writes.ROWS_IN_ONE. `defer_first`: the attempt Hold.FIRST holds is not
+    inserted but left in `Held.first`."""
+    held = _schedule_attempts(execution, events, now, outbox, hold, writes, defer_first)
     for event in events:
         _apply_effect(execution, event, now, outbox, held)
         if event.type in _ENDINGS:
@@ -124,10 +130,13 @@ def _schedule_attempts(
     outbox: messages.Outbox,
     hold: Hold,
     writes: Writes | None = None,
+    defer_first: bool = False,
 ) -> Held:
     """One INSERT for every attempt a decision scheduled (a fan-out schedules hundreds).
     Those `hold` holds wait for the commit's top-up to the in-flight cap, and a pool's
-    for its dispatch after commit (kernel/capacity.py); the others are published."""
+    for its dispatch after commit (kernel/capacity.py); the others are published. The one
+    held for an eager claim is left to the caller with `defer_first`: it inserts it already
+    claimed where it may, one statement for both (services/attempts.py)."""
     held = Held()
     scheduled = [d for d in events if schedules_attempt(d)]
     if not scheduled:
@@ -148,6 +157,7 @@ def _schedule_attempts(
         node = definition.node_for(node_id)
         pool = node.pool
         duplicated = (node_id, attempt) in twice
+        first = False  # the one Hold.FIRST holds
         if duplicated:
             published = True
         elif pool:
@@ -159,24 +169,27 @@ def _schedule_attempts(
         else:
             published = hold == Hold.NONE or (hold == Hold.FIRST and held.capped > 0)
             held.capped += not published
-        rows.append(
-            Attempt(
-                execution=execution,
-                node_id=node_id,
-                attempt=attempt,
-                scheduled_at=now,
-                published_at=now if published else None,
-                released_at=now if published else None,
-                pool_id=pool,
-                payload=None if (node_id, attempt) in faulted else claim_payload(node, d),
-            )
+            first = hold == Hold.FIRST and not published
+        row = Attempt(
+            execution=execution,
+            node_id=node_id,
+            attempt=attempt,
+            scheduled_at=now,
+            published_at=now if published else None,
+            released_at=now if published else None,
+            pool_id=pool,
+            payload=None if (node_id, attempt) in faulted else claim_payload(node, d),
         )
+        if first and defer_first:
+            held.first = row
+            continue
+        rows.append(row)
         if published:
             kind = cast(str, SCHEDULED_TYPE(d.data, d.payload))  # a worker's: schedules_attempt
             sends += [(len(rows) - 1, kind)] * (2 if duplicated else 1)
     if writes is not None and hold == Hold.NONE and len(rows) <= ROWS_IN_ONE:
         insert_rows(writes, rows)  # their ids are set once the writes are sent
-    else:
+    elif rows:
         Attempt.objects.bulk_create(rows, batch_size=500)
     if sends:
         workflow_id, priority = execution.workflow_id, execution.priority

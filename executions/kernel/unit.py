@@ -29,7 +29,7 @@ from executions.kernel.effects import Held, Hold, apply_effects
 from executions.kernel.handle import Locked
 from executions.kernel.projections import project_tasks, save_execution
 from executions.kernel.writes import Writes, insert_events, staged
-from executions.models import Event, Execution
+from executions.models import Attempt, Event, Execution
 from workflows import clock
 from workflows.dsl import Definition
 
@@ -203,11 +203,14 @@ class UnitOfWork:
         none does, the end of its message looks."""
         self._recheck = False
 
-    def apply_effects(self, *, eager: bool = False, writes: Writes | None = None) -> None:
+    def apply_effects(
+        self, *, eager: bool = False, defer: bool = False, writes: Writes | None = None
+    ) -> None:
         """Create the rows what was appended so far calls for, before the commit: a worker
         that claims an attempt its own result scheduled does so in the same unit
-        (`eager`: the first attempt scheduled is then held for that claim). `writes`: the
-        commit's, where the attempts may be staged (effects.apply_effects)."""
+        (`eager`: the first attempt scheduled is then held for that claim; `defer`: and
+        left uninserted for `held_for_claim`, whose caller inserts it claimed). `writes`:
+        the commit's, where the attempts may be staged (effects.apply_effects)."""
         applied = self._appended[self._applied :]
         hold = Hold.NONE
         if any(d.type == EventType.TASK_SCHEDULED for d in applied):
@@ -216,10 +219,23 @@ class UnitOfWork:
             elif eager:
                 hold = Hold.FIRST
         held = apply_effects(
-            self.execution, applied, self.now, self.outbox, hold=hold, writes=writes
+            self.execution,
+            applied,
+            self.now,
+            self.outbox,
+            hold=hold,
+            writes=writes,
+            defer_first=defer,
         )
         self._held.add(held)
         self._applied = len(self._appended)
+
+    def held_for_claim(self) -> Attempt | None:
+        """The attempt held for the eager claim and not yet inserted (apply_effects'
+        `defer`): the caller inserts it now, claimed or held, and reports a claim with
+        `took_held`. One left here is inserted held by the commit."""
+        row, self._held.first = self._held.first, None
+        return row
 
     def commit(self, *, decided: bool) -> None:
         """Write what was appended. `decided`: every event up to now was decided upon (the
@@ -259,6 +275,8 @@ class UnitOfWork:
     def _release_held(self) -> None:
         """Publish what fits of what this unit held or freed (kernel/capacity.py)."""
         held, self._held = self._held, Held()
+        if held.first is not None:  # deferred, and no caller claimed it: held as it was
+            Attempt.objects.bulk_create([held.first])
         if (held.capped > 0 or self._room_made) and not self.state.paused:
             top_up(self.execution, self.now, self.outbox)
         self._room_made = False

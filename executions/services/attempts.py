@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Field, Q
 
 from executions.definitions import definition_for
 from executions.engine.context import template_context
@@ -33,7 +33,7 @@ from executions.kernel.rates import rate_key_of, rate_refuses
 from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.recorded import recordable
-from executions.sqlnames import sql
+from executions.sqlnames import column, sql
 from nodes.context import Claimed
 from nodes.secrets import secret_names, template_of
 from workflows import clock
@@ -450,34 +450,156 @@ def _claim_next(work: UnitOfWork, worker_id: str) -> Claimed | None:
 # worker, in the broker or held by its in-flight cap (its messages are then in the
 # broker); not one held by its pool (a hand-back makes no slot). One InitPlan over the few
 # running executions, each probed by attempt_waiting_idx; never true at priority 9.
+# Its one parameter: the claiming execution's priority.
+_NONE_HIGHER_WAITS = sql(
+    """
+NOT EXISTS (
+    SELECT 1 FROM {e} e
+    WHERE e.{e.status} = '{execution_running}' AND e.{e.priority} > %s
+        AND EXISTS (
+            SELECT 1 FROM {a} w
+            WHERE w.{a.execution} = e.{e.id} AND w.{a.status} = '{scheduled}'
+                AND (w.{a.published_at} IS NOT NULL OR w.{a.pool} IS NULL)
+        )
+)
+""",
+    a=Attempt,
+    e=Execution,
+    scheduled=AttemptStatus.SCHEDULED.value,
+    execution_running=ExecutionStatus.RUNNING.value,
+).strip()
+
+#: An execution's held attempts an eager claim may take (its parameter: the execution):
+#: not in the broker, not a pool's (its dispatch's), not a rate limit's (its bucket's).
+_HELD = sql(
+    """
+SELECT {a.id} FROM {a}
+WHERE {a.execution} = %s AND {a.status} = '{scheduled}' AND {a.published_at} IS NULL
+    AND {a.pool} IS NULL AND {a.rate_key} IS NULL
+""",
+    a=Attempt,
+    scheduled=AttemptStatus.SCHEDULED.value,
+).strip()
+
 _TAKE_NEXT = sql(
     """
 UPDATE {a} SET {a.status} = '{running}', {a.worker_id} = %s, {a.claimed_at} = %s,
     {a.lease_expires_at} = %s, {a.deadline_at} = NULL, {a.payload} = NULL,
     {a.unlogged} = false
 WHERE {a.status} = '{scheduled}' AND {a.id} = (
-    SELECT {a.id} FROM {a}
-    WHERE {a.execution} = %s AND {a.status} = '{scheduled}' AND {a.published_at} IS NULL
-        AND {a.pool} IS NULL AND {a.rate_key} IS NULL
-        AND NOT EXISTS (
-            SELECT 1 FROM {e} e
-            WHERE e.{e.status} = '{execution_running}' AND e.{e.priority} > %s
-                AND EXISTS (
-                    SELECT 1 FROM {a} w
-                    WHERE w.{a.execution} = e.{e.id} AND w.{a.status} = '{scheduled}'
-                        AND (w.{a.published_at} IS NOT NULL OR w.{a.pool} IS NULL)
-                )
-        )
+    {held} AND {none_higher_waits}
     ORDER BY {a.scheduled_at}, {a.id} LIMIT 1
 )
 RETURNING {a.id}, {a.node_id}, {a.attempt}
 """,
     a=Attempt,
-    e=Execution,
     running=AttemptStatus.RUNNING.value,
     scheduled=AttemptStatus.SCHEDULED.value,
-    execution_running=ExecutionStatus.RUNNING.value,
+    held=_HELD,
+    none_higher_waits=_NONE_HIGHER_WAITS,
 )
+
+
+#: An attempt claim takes: what its row holds once claimed (the others as scheduled).
+_CLAIMED_FIELDS = (
+    "status",
+    "worker_id",
+    "claimed_at",
+    "lease_expires_at",
+    "deadline_at",
+    "payload",
+    "unlogged",
+)
+
+#: The attempt held for an eager claim (kernel/effects.py Held.first), inserted already
+#: claimed when _TAKE_NEXT would have claimed it, else held as it was scheduled: one
+#: statement where the INSERT and the UPDATE were two. _TAKE_NEXT claims the oldest held
+#: attempt if no higher priority waits; the new row is the oldest exactly when no other
+#: is held (`alone`, read in the same snapshot, before the INSERT: the lock keeps any
+#: other from being inserted meanwhile), and the priority check (`free`) is the same
+#: NOT EXISTS, evaluated in the statement that claims, as before. Not alone: the row goes
+#: in held and _TAKE_NEXT picks, as before. Built per process from the model's fields
+#: (casts from their column types: the values are parameters, unknown-typed in a CASE).
+_INSERT_CLAIMED = """
+WITH pick AS MATERIALIZED (
+    SELECT NOT EXISTS ({held}) AS alone, {none_higher_waits} AS free
+),
+inserted AS (
+    INSERT INTO {table} ({columns})
+    SELECT {values} FROM pick
+    RETURNING {id}, {status}
+)
+SELECT inserted.{id}, inserted.{status} = '{running}', pick.alone
+FROM inserted, pick
+"""
+
+#: Each parameter of the statement: its field, and whether it is the value once claimed.
+_Params = list[tuple["Field[Any, Any]", bool]]
+
+_INSERT_CLAIMED_SQL: list[tuple[str, _Params]] = []
+
+
+def _insert_claimed_sql() -> tuple[str, _Params]:
+    """The statement, and the fields whose values its parameters are, in order."""
+    if _INSERT_CLAIMED_SQL:
+        return _INSERT_CLAIMED_SQL[0]
+    fields = [f for f in Attempt._meta.concrete_fields if not f.primary_key]
+    columns: list[str] = []
+    values: list[str] = []
+    names: _Params = []
+    for field in fields:
+        cast = f"CAST(%s AS {field.db_type(connection)})"
+        columns.append(connection.ops.quote_name(field.column))
+        if field.name in _CLAIMED_FIELDS:
+            values.append(f"CASE WHEN pick.alone AND pick.free THEN {cast} ELSE {cast} END")
+            names += [(field, True), (field, False)]
+        else:
+            values.append(cast)
+            names.append((field, False))
+    text = _INSERT_CLAIMED.format(
+        held=_HELD,
+        none_higher_waits=_NONE_HIGHER_WAITS,
+        table=connection.ops.quote_name(Attempt._meta.db_table),
+        columns=", ".join(columns),
+        values=",\n        ".join(values),
+        id=column(Attempt, "id"),
+        status=column(Attempt, "status"),
+        running=AttemptStatus.RUNNING.value,
+    )
+    _INSERT_CLAIMED_SQL.append((text, names))
+    return text, names
+
+
+def _insert_claimed(work: UnitOfWork, row: Attempt, worker_id: str) -> tuple[Claimed | None, bool]:
+    """Eager dispatch's claim of the attempt `row` its unit held for it, inserted claimed
+    (_INSERT_CLAIMED): (the claim or None, whether an older held attempt may be taken
+    instead: _claim_next then picks, as it always did)."""
+    node = definition_for(work.execution.version_id).node_for(row.node_id)
+    now = work.now
+    claimed = {
+        "status": AttemptStatus.RUNNING.value,
+        "worker_id": worker_id,
+        "claimed_at": now,
+        "payload": None,
+        "unlogged": False,
+        **_lease_fields(node, now),
+    }
+    text, names = _insert_claimed_sql()
+    params: list[Any] = []
+    for field, once_claimed in names:
+        value = claimed[field.name] if once_claimed else getattr(row, field.attname)
+        params.append(field.get_db_prep_save(value, connection))
+    where = [_db(work.execution), work.execution.priority]
+    with connection.cursor() as cursor:
+        cursor.execute(text, [*where, *params])
+        attempt_id, taken, alone = cursor.fetchone()
+    row.pk = attempt_id
+    if not taken:
+        # Held. Alone: a higher priority waits, the worker hands back to the broker and
+        # the commit's top-up publishes this one. Not alone: an older held one may go first.
+        return None, not alone
+    work.took_held()
+    return _started(work, attempt_id, node, row.attempt, worker_id), False
 
 
 def _db(execution: Execution) -> Any:
@@ -609,9 +731,15 @@ def _finish_locked(
     nxt = None
     if claim_next_for is not None and not work.state.paused:
         # The next attempt is claimed in the same unit: one INSERT of the events,
-        # one UPDATE of the execution and of each task, for both steps.
-        work.apply_effects(eager=True)  # the attempts just scheduled get their rows
-        if work.may_hold():
+        # one UPDATE of the execution and of each task, for both steps. On PostgreSQL
+        # the attempt held for this claim is inserted already claimed where it may be.
+        in_one = connection.vendor == "postgresql"
+        work.apply_effects(eager=True, defer=in_one)  # the attempts just scheduled
+        first = work.held_for_claim()
+        older = True  # whether an attempt held before may come first: the UPDATE picks
+        if first is not None:
+            nxt, older = _insert_claimed(work, first, claim_next_for)
+        if nxt is None and older and work.may_hold():
             nxt = _claim_next(work, claim_next_for)
     if nxt is not None:
         # This worker comes back with the next unit as soon as nxt is done (or its lease

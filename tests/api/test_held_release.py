@@ -268,3 +268,22 @@ def test_a_priority_9_chain_is_never_outranked(sent) -> None:
     nxt = attempt_complete_and_claim_next(attempt_id=a.pk, worker_id="w", output=None)
     assert nxt is not None
     assert nxt.node.id == "b"
+
+
+def test_eager_dispatch_takes_the_oldest_held_attempt_first(sent) -> None:
+    # A held attempt left from before (here x, held by hand) comes before the one the
+    # result schedules: on PostgreSQL that one is inserted held, not claimed, and the
+    # claim takes the oldest, as the claim after a plain INSERT always did.
+    definition = {
+        "nodes": [*CHAIN["nodes"], {"id": "x", "type": "function", "function": "std.noop"}]
+    }
+    chain = start(definition)
+    a, x = attempt(chain, "a"), attempt(chain, "x")
+    Attempt.objects.filter(pk=x.pk).update(published_at=None, released_at=None)
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    nxt = attempt_complete_and_claim_next(attempt_id=a.pk, worker_id="w", output=None)
+    assert nxt is not None
+    assert nxt.node.id == "x"
+    assert attempt(chain, "x").status == AttemptStatus.RUNNING
+    b = attempt(chain, "b")
+    assert (b.status, b.worker_id) == (AttemptStatus.SCHEDULED, "")

@@ -3,9 +3,10 @@ next node dispatched, as a worker runs it (its claim, its result, what runs afte
 commit), in transactions that commit, so the state cache is warm as it is in a worker.
 
 Counted: the statements the worker sends, not the transaction's BEGIN and COMMIT. On
-PostgreSQL the unit's writes go out as one statement (executions/kernel/writes.py) and
-the result's own UPDATE goes with the lock (kernel/lock.py); on SQLite (no inbox, no
-SKIP LOCKED) each goes on its own.
+PostgreSQL the unit's writes go out as one statement (executions/kernel/writes.py), the
+result's own UPDATE goes with the lock (kernel/lock.py) and the next attempt is inserted
+claimed (services/attempts.py); on SQLite (no inbox, no SKIP LOCKED) each goes on its
+own.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from tests.factories import make_version
 pytestmark = pytest.mark.django_db(transaction=True)
 
 #: A chain's hop: the result and the next node's claim are one unit (eager dispatch): the
-#: lock with the result's UPDATE, the next attempt's INSERT, its claim, the unit's writes
-#: (events, execution, tasks, metric deltas). 8 before the writes went out as one.
-CHAIN_HOP_STATEMENTS = 4
+#: lock with the result's UPDATE, the next attempt's INSERT already claimed (the priority
+#: check in it: services/attempts.py _INSERT_CLAIMED), the unit's writes (events,
+#: execution, tasks, metric deltas). 8 before the writes went out as one, 4 before the
+#: INSERT carried the claim.
+CHAIN_HOP_STATEMENTS = 3
 #: A fan-out's branch: its claim (one UPDATE, left in the inbox), then its result's unit
 #: (the lock with the result's UPDATE, the inbox's claims, the unit's writes) and, once
 #: the lock is let go, the look at the inbox every holder owes (kernel/lock.py). 11 before.
