@@ -415,7 +415,8 @@ def _claim_next(work: UnitOfWork, worker_id: str) -> Claimed | None:
 
     One statement picks and claims it, with the default lease; a node with a lease or a
     timeout of its own gets them with a second, in the same transaction (no one sees the
-    first).
+    first). On PostgreSQL the attempt the unit held for this claim was mostly claimed in
+    its own INSERT already (_insert_claimed): this is then for an older held one.
 
     Not while work of a higher priority waits (in the same statement, no round trip
     more): the worker then hands back to the broker, which serves the highest priority
