@@ -92,6 +92,10 @@ DATABASES = {
         os.environ.get("DATABASE_URL", _SQLITE_DEFAULT), conn_max_age=60, conn_health_checks=True
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's, with a health check that skips its SELECT 1 round trip while the
+    # connection's socket is quiet (config/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes share one file: WAL lets readers run beside the writer, and
     # IMMEDIATE takes the write lock at BEGIN, which serializes appends per database
