@@ -26,7 +26,7 @@ from executions.engine.state import ExecutionState
 from executions.engine.statuses import EXECUTION_TERMINAL, TASK_ACTIVE
 from executions.engine.verify import verify_log
 from executions.kernel.effects import schedules_attempt, timeout_closed_by, timer_started_by
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.kernel.log import engine_events, load_state
 from executions.kernel.projections import differences, rebuild
 from executions.kernel.unit import UnitOfWork
@@ -206,7 +206,7 @@ def _at(key: tuple[str, int]) -> str:
 
 def rebuild_rows(execution_id: UUID | str) -> None:
     """Rewrite projections, attempts and timers of one execution from its log."""
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         execution = locked.execution
         # What waits in the inbox goes into the log first: the rows are rebuilt from it.

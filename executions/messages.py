@@ -58,12 +58,14 @@ FIRE_TIMER = "executions.tasks.fire_timer"
 NOTIFY_PARENT = "executions.tasks.notify_parent"
 ADMIT = "executions.tasks.admit"
 CANCEL_EXECUTION = "executions.tasks.cancel_execution"
+LOOK_INBOX = "executions.tasks.look_inbox"
 RELEASE_SCHEDULE = "executions.schedules.tasks.release_schedule"
 QUEUES = {
     FIRE_TIMER: ORCHESTRATOR_QUEUE,
     NOTIFY_PARENT: ORCHESTRATOR_QUEUE,
     ADMIT: ORCHESTRATOR_QUEUE,
     CANCEL_EXECUTION: ORCHESTRATOR_QUEUE,
+    LOOK_INBOX: ORCHESTRATOR_QUEUE,
     RELEASE_SCHEDULE: ORCHESTRATOR_QUEUE,
 }
 
@@ -201,6 +203,12 @@ def publish_admit(workflow_id: int, key: str) -> None:
 
 def publish_cancel(execution_id: str) -> None:
     _safely(lambda: send(CANCEL_EXECUTION, (execution_id,)), f"cancel {execution_id}")
+
+
+def publish_look(execution_id: str) -> None:
+    """Look at the execution's inbox (executions/kernel/lock.py hand_on): a look was cut
+    and a result still waits."""
+    _safely(lambda: send(LOOK_INBOX, (execution_id,)), f"look at the inbox of {execution_id}")
 
 
 class Outbox:

@@ -8,6 +8,7 @@ import contextlib
 from uuid import UUID
 
 from executions.engine.events import Source
+from executions.kernel.lock import after_commit
 from executions.models import Execution
 
 # Celery's autodiscovery imports an app's tasks module: the daily purge's and the schedules'
@@ -72,3 +73,9 @@ def cancel_execution(execution_id: str) -> None:
     with _for(execution_id, "cancel"), contextlib.suppress(NotAllowed):
         # NotAllowed: it ended on its own first.
         execution_cancel(execution_id=execution_id, by="parent cancelled")
+
+
+@engine_task(queue=ORCHESTRATOR_QUEUE)
+def look_inbox(execution_id: str) -> None:
+    # A look handed on (kernel/lock.py hand_on): cut again, it hands on again.
+    after_commit(execution_id)

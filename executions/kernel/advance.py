@@ -15,7 +15,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.payloads import WorkflowStarted, decided
 from executions.engine.state import ExecutionState
 from executions.kernel.handle import Locked
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.kernel.log import load_state
 from executions.kernel.unit import UnitOfWork
 from executions.models import Execution, Timer, TimerKind
@@ -25,7 +25,7 @@ from workflows.dsl.limits import decision_limits
 
 def execution_advance(*, execution_id: UUID | str) -> int:
     """Decide upon every event not yet decided. Returns the number of decisions."""
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         work = UnitOfWork(locked, load_state(locked.execution))
         decided = work.decide()

@@ -53,17 +53,26 @@ _owed = threading.local()
 
 @contextmanager
 def looks_owed() -> Iterator[set[str]]:
-    """For the block (a worker's message), the executions whose lock this thread took and
-    whose inbox it has not looked at to the end since (kernel/lock.py, "The look at the
-    end of a message"): `owe` adds one, a look run to the end by this thread (`settle`)
-    takes it out. What is left at the end is owed a look."""
+    """For the block (a worker's message, a service's call: kernel/lock.py `looking_after`),
+    the executions whose lock this thread took and whose inbox it has not looked at to the
+    end since (kernel/lock.py, "The look at the end of a block"): `owe` adds one, a look
+    run to the end by this thread (`settle`) takes it out. What is left at the end is owed
+    a look. A block inside another keeps the outer one's set: the outer block's end looks."""
     outer = getattr(_owed, "ids", None)
+    if outer is not None:
+        yield outer
+        return
     owed: set[str] = set()
     _owed.ids = owed
     try:
         yield owed
     finally:
-        _owed.ids = outer
+        _owed.ids = None
+
+
+def owing() -> bool:
+    """Whether this thread is inside a `looks_owed` block (whose end looks at what it owes)."""
+    return getattr(_owed, "ids", None) is not None
 
 
 def owe(execution_id: str) -> None:

@@ -89,6 +89,8 @@ attempt is the Attempt row's conditional UPDATE (running -> finished), whoever l
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 from uuid import UUID
@@ -96,8 +98,9 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.db.models import OuterRef
 
+from executions import messages
 from executions.kernel import inbox
-from executions.kernel.handle import Locked, Look, owe, settle
+from executions.kernel.handle import Locked, Look, looks_owed, owe, owing, settle
 from executions.kernel.log import is_cached, load_state
 from executions.kernel.unit import UnitOfWork
 from executions.models import Execution
@@ -246,19 +249,68 @@ def _look_after(look: Look) -> None:
 
 
 def after_commit(execution_id: str, *, claims: bool = False, wrote: bool = False) -> None:
-    """The lock was let go: log what workers left meanwhile. Never raises into the caller
-    (an API request, a worker's task): what fails here, the sweeper retries. `wrote`: the
-    caller just wrote a result into the inbox (advance_pending's `wrote`)."""
+    """The lock was let go: log what workers left meanwhile (`look`). Never raises into
+    the caller (an API request, a worker's task): what fails here, the sweeper retries."""
     try:
-        units = advance_pending(execution_id, claims=claims, limit=LOOK_UNITS, wrote=wrote)
+        look(execution_id, claims=claims, wrote=wrote)
     except Exception:
         log.warning("draining the inbox of %s failed; the sweeper will", execution_id,
                     exc_info=True)  # fmt: skip
-        return
+
+
+def look(execution_id: UUID | str, *, claims: bool = False, wrote: bool = False) -> int:
+    """A look at the inbox: at most LOOK_UNITS units (advance_pending). Looked to the end
+    (the inbox empty, or the lock taken by a holder that looks after it), it settles what
+    this thread owes; cut, its last unit let go of the lock with no look after it, which
+    the end of the thread's block takes (`looking_after`), or, outside one, a message
+    (`hand_on`). `wrote`: the caller just wrote a result into the inbox (advance_pending's
+    `wrote`). Returns the units; raises what they raise."""
+    units = advance_pending(execution_id, claims=claims, limit=LOOK_UNITS, wrote=wrote)
     if units < LOOK_UNITS:
-        # Looked to the end (the inbox empty, or the lock taken by a holder that looks
-        # after it): nothing this thread let go of before is owed a look any more.
+        # Nothing this thread let go of before is owed a look any more.
         settle(str(execution_id))
+    elif not owing():
+        hand_on(str(execution_id))
+    return units
+
+
+def hand_on(execution_id: str) -> None:
+    """A look cut at LOOK_UNITS with no block to look again: if a result waits (one
+    statement, on this path only), a message looks (executions/tasks.py look_inbox), so
+    it waits for a broker hop, not for the sweeper's tick. Its look may be cut in turn and
+    hand on again: a hot execution's inbox is looked at by one message at a time."""
+    if inbox.waiting(execution_id):
+        messages.publish_look(execution_id)
+
+
+@contextmanager
+def looking_after() -> Iterator[None]:
+    """A block (a worker's message, a service's call) after whose end every lock its
+    thread took in it has been looked after, whether its transaction committed or rolled
+    back (Django has no on_rollback: a lock let go by a rollback registered no look) and
+    whether a look was cut at LOOK_UNITS: at the end it looks at what it still owes
+    (kernel/handle.py looks_owed), outside any transaction. Inside another block, the
+    outer block's end does. Ending inside a transaction of the caller's own, it looks once
+    that commits (one that rolls back leaves it to the sweeper)."""
+    if owing():
+        yield
+        return
+    owed: set[str] = set()
+    try:
+        with looks_owed() as owed:
+            yield
+    finally:
+        owes = sorted(owed)
+        if owes and transaction.get_connection().in_atomic_block:
+            transaction.on_commit(partial(_look_at, owes))
+        else:
+            _look_at(owes)
+
+
+def _look_at(execution_ids: Sequence[str]) -> None:
+    # Outside the block: a look cut again hands on (`look`).
+    for execution_id in execution_ids:
+        after_commit(execution_id)
 
 
 def advance_pending(

@@ -36,7 +36,7 @@ from executions.engine.admission import Held, to_admit
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import ExecutionStatus
 from executions.kernel.advance import begin
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.models import ConcurrencyKey, Execution
 from executions.services.containment import TRANSIENT, contain
 from workflows import clock
@@ -100,7 +100,7 @@ def held_start(reuse: list[Decision] | None, faults: Any) -> dict[str, Any] | No
 
 def admit(*, workflow_id: int, key: str) -> int:
     """Start the held executions of (workflow, key) that fit now. Returns how many."""
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         lock_key(workflow_id, key)
         return _admit_locked(workflow_id, key)
 

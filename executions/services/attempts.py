@@ -27,7 +27,13 @@ from executions.kernel import inbox
 from executions.kernel.advance import record_and_decide
 from executions.kernel.capacity import pool_admits, pool_of
 from executions.kernel.handle import Locked
-from executions.kernel.lock import Then, after_commit, lock_execution, try_lock_or_leave
+from executions.kernel.lock import (
+    Then,
+    after_commit,
+    lock_execution,
+    looking_after,
+    try_lock_or_leave,
+)
 from executions.kernel.log import load_state
 from executions.kernel.rates import rate_key_of, rate_refuses
 from executions.kernel.unit import UnitOfWork
@@ -63,7 +69,7 @@ def attempt_claim(*, attempt_id: int, worker_id: str) -> Claimed | None:
         # It needs nothing of the state: claimed with one UPDATE, no lock, and its
         # task_started logged by the next unit of work, mostly its own result's.
         return _claim_unlocked(attempt_id, row, worker_id)
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         return _claim_locked(lock_execution(row["execution_id"]), attempt_id, row, worker_id)
 
 
@@ -653,7 +659,7 @@ def _finish(
     # (kernel/inbox.py), in the same statement. A verdict on someone else's attempt (a
     # timeout) is taken under the lock, after the inbox: a result that came first wins.
     try:
-        with transaction.atomic():
+        with looking_after(), transaction.atomic():
             if worker_id is not None:
                 # The result's own UPDATE goes with the lock: the row set if the lock is
                 # taken, the row set and the result written into the inbox if not.

@@ -22,7 +22,7 @@ from executions.engine.events import EventType, Source
 from executions.engine.payloads import ChildWorkflowStarted, decided
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.advance import record_and_advance
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.models import Attempt, AttemptStatus, Execution
 from executions.services.attempts import Claimed, attempt_complete, attempt_fail, attempt_park
 from executions.services.start import execution_start
@@ -82,7 +82,7 @@ def child_start(*, claimed: Claimed, worker_id: str) -> None:
         by=f"parent:{parent.pk}",
     )
     if created:
-        with transaction.atomic():
+        with looking_after(), transaction.atomic():
             locked = lock_execution(parent.pk)
             link = ChildWorkflowStarted(
                 child_execution_id=str(child.pk),

@@ -26,7 +26,7 @@ from executions.engine.containment import engine_error_data
 from executions.engine.events import Decision, EventType, Source
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.kernel.advance import record_and_advance
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.models import Attempt, AttemptStatus, Timer
 from nodes.secrets import redact
 from workflows import clock, logs
@@ -74,7 +74,7 @@ def execution_fail_engine_error(
 ) -> bool:
     """Append engine_error to the execution and end it, in a fresh transaction (a savepoint
     inside an outer one). False: it had already ended, there is nothing to end."""
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         execution = locked.execution
         if execution.status in EXECUTION_TERMINAL:

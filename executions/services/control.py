@@ -26,7 +26,7 @@ from executions.engine.payloads import (
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus, TaskStatus
 from executions.kernel import capacity
 from executions.kernel.advance import record_and_advance
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.kernel.log import load_state, state_at
 from executions.models import Attempt, AttemptStatus, Execution, RetryRequest, Timer, TimerKind
 from executions.services import admission, keys, whatif
@@ -67,7 +67,7 @@ def may_approve(username: str, approvers: tuple[str, ...]) -> bool:
 
 
 def execution_cancel(*, execution_id: UUID | str, by: str = "") -> Execution:
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         execution = locked.execution
         if execution.status in EXECUTION_TERMINAL:
@@ -102,7 +102,7 @@ _PAUSING = {
 
 def _pause_or_resume(execution_id: UUID | str, by: str, event: EventType) -> Execution:
     needs, done = _PAUSING[event]
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         execution = locked.execution
         if execution.status != needs:
@@ -153,7 +153,7 @@ def signal_send(
     by: str = "",
 ) -> Execution:
     """Answer a waiting approval node: decision is "approve" or "reject"."""
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         execution = locked.execution
         try:
@@ -208,7 +208,7 @@ def execution_retry(
 def _retry(
     execution_id: UUID | str, node_id: str | None, by: str, key: tuple[str, str] | None
 ) -> Execution:
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         if key is not None and keys.retry_by_key(*key) is not None:
             return Execution.objects.get(pk=execution_id)
         _room_to_retry(execution_id)

@@ -13,7 +13,7 @@ from executions.engine.events import EventType, Source
 from executions.engine.payloads import TaskUnparked, decided
 from executions.engine.statuses import TaskStatus
 from executions.kernel.advance import record_and_advance
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.kernel.log import load_state
 from executions.models import Execution
 from executions.services.control import NotAllowed, UnknownNode
@@ -34,7 +34,7 @@ def parked_task_fail(*, execution_id: UUID | str, node_id: str, by: str = "") ->
 
 
 def _unpark(execution_id: UUID | str, node_id: str, action: str, by: str) -> Execution:
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         execution = locked.execution
         try:

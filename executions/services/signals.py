@@ -19,7 +19,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.payloads import SignalReceived, to_json
 from executions.engine.statuses import EXECUTION_TERMINAL
 from executions.kernel.advance import record_and_advance
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.models import Execution
 from executions.services.control import NotAllowed, UnknownNode
 from executions.services.start import execution_start
@@ -49,7 +49,7 @@ def signal_names(definition: Definition) -> set[str]:
 def execution_signal(
     *, execution_id: UUID | str, name: str, data: Any = None, by: str = ""
 ) -> Execution:
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         locked = lock_execution(execution_id)
         execution = locked.execution
         if name not in signal_names(definition_for(execution.version_id)):
@@ -87,7 +87,7 @@ def execution_signal_with_start(
             f"no signal node of workflow '{version.workflow.name}' (version {version.version}) "
             f"waits for '{name}'; it waits for {waits}"
         )
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         execution, started = execution_start(
             version=version,
             input=input,

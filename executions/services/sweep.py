@@ -35,7 +35,7 @@ from executions.engine.events import Source
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.advance import execution_advance
 from executions.kernel.capacity import in_flight_cap, pool_dispatch, top_up
-from executions.kernel.lock import LOOK_UNITS, advance_pending, lock_execution
+from executions.kernel.lock import lock_execution, look, looking_after
 from executions.kernel.rates import rate_dispatch, rate_forget
 from executions.liveness import sweep_completed
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task, Timer
@@ -272,7 +272,7 @@ def _release_held(report: SweepReport, now: datetime, skip: list[str]) -> None:
         .values_list("pk", flat=True)
     )
     for execution_id in capped.order_by("pk")[:BATCH]:
-        with _item("top-up", execution_id), transaction.atomic():
+        with _item("top-up", execution_id), looking_after(), transaction.atomic():
             execution = lock_execution(execution_id).execution
             if execution.status not in EXECUTION_TERMINAL | {ExecutionStatus.PAUSED}:
                 outbox = messages.Outbox()
@@ -293,7 +293,8 @@ def _drain_inboxes(report: SweepReport, now: datetime, skip: list[str]) -> None:
     waiting = Attempt.objects.filter(unlogged=True).exclude(execution_id__in=skip)
     for execution_id in waiting.values_list("execution_id", flat=True).distinct()[:BATCH]:
         with _item("inbox", execution_id):
-            report.advanced += advance_pending(execution_id, claims=True, limit=LOOK_UNITS)
+            # Cut at LOOK_UNITS, the look hands on what is left to a message (lock.look).
+            report.advanced += look(execution_id, claims=True)
 
 
 def _advance_undecided(report: SweepReport, now: datetime, skip: list[str]) -> None:

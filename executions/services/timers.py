@@ -9,7 +9,7 @@ from executions.engine.events import EventType, Source
 from executions.engine.payloads import TimerFired, decided
 from executions.engine.statuses import EXECUTION_TERMINAL, ExecutionStatus
 from executions.kernel.advance import begin, record_and_advance
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.models import Timer, TimerKind
 from executions.services import admission
 from workflows import clock
@@ -17,7 +17,7 @@ from workflows import clock
 
 def timer_fire(*, timer_id: int) -> bool:
     """Fire a due timer. False: not due yet, already fired, or gone."""
-    with transaction.atomic():
+    with looking_after(), transaction.atomic():
         timer = Timer.objects.filter(pk=timer_id).first()
         if timer is None or timer.fired_at is not None:
             return False

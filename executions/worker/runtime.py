@@ -20,8 +20,7 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection
 
-from executions.kernel.handle import looks_owed
-from executions.kernel.lock import after_commit
+from executions.kernel.lock import after_commit, looking_after
 from executions.services.attempts import (
     attempt_claim,
     attempt_complete,
@@ -94,7 +93,12 @@ def run_attempt(attempt_id: int, *, keeper: Keeper | None = None) -> None:
     logs.bind(worker=worker)
     # A fault boundary (executions/services/containment.py): an engine exception while
     # claiming, recording or advancing ends this attempt's execution with an engine error.
-    with attempt_boundary(attempt_id), looks_owed() as owed:
+    # Its end looks at what the message still owes (kernel/lock.py "The look at the end of
+    # a block"): only a lock of this worker's let go with no look after it (an eager unit
+    # left its look to this worker's next one, which did not come: the last attempt lost
+    # its lease, or stopped cancelled), or a look that stopped at LOOK_UNITS. Every other
+    # lock was looked after already.
+    with attempt_boundary(attempt_id), looking_after():
         claimed = attempt_claim(attempt_id=attempt_id, worker_id=worker)
         for done in range(1, EAGER_LIMIT + 1):
             if claimed is None:
@@ -103,12 +107,6 @@ def run_attempt(attempt_id: int, *, keeper: Keeper | None = None) -> None:
             # With per-type queues, every attempt goes through its own queue's workers.
             eager = done < EAGER_LIMIT and not engine_settings.NODE_QUEUES
             claimed = run_claimed(claimed, worker, claim_next=eager, keeper=keeper)
-        # Only a look owed: a lock of this worker's let go with none after it (an eager
-        # unit left its look to this worker's next one, which did not come: the last
-        # attempt lost its lease, or stopped cancelled), or a look that stopped at
-        # LOOK_UNITS. Every other lock was looked after already (kernel/lock.py).
-        for execution_id in sorted(owed):
-            after_commit(execution_id)
 
 
 def run_claimed(

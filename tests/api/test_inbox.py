@@ -15,15 +15,15 @@ import pytest
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from executions import messages
+from executions import messages, tasks
 from executions.engine.events import Decision, EventType, Source
 from executions.integrity import check, rebuild_rows
 from executions.kernel.handle import Locked, looks_owed
-from executions.kernel.lock import lock_execution, try_lock_execution
+from executions.kernel.lock import LOOK_UNITS, advance_pending, lock_execution, try_lock_execution
 from executions.kernel.log import load_state, verifiable_log
 from executions.kernel.unit import UnitOfWork
 from executions.models import Attempt, AttemptStatus, Event, Execution, Task
-from executions.services import attempts, control
+from executions.services import attempts, control, signals
 from executions.services import sweep as sweeper
 from executions.services.attempts import attempt_claim, attempt_complete, attempt_fail
 from executions.worker import runtime
@@ -190,7 +190,7 @@ def test_a_result_that_waited_while_its_node_was_cancelled_is_dropped():
     execution = start(CHAIN)
     a = attempt_of(execution, "a")
     assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
-    assert sweeper.advance_pending(execution.pk, claims=True) == 1  # the claim: logged
+    assert advance_pending(execution.pk, claims=True) == 1  # the claim: logged
 
     def worker() -> None:
         try:
@@ -225,7 +225,7 @@ def test_a_duplicate_result_after_the_inbox_write_is_refused():
         assert attempt_complete(attempt_id=a.pk, worker_id="w", output=1)
         assert not attempt_complete(attempt_id=a.pk, worker_id="w", output=2)
         assert not attempt_fail(attempt_id=a.pk, worker_id="w", error=_error())
-    assert sweeper.advance_pending(execution.pk) == 1
+    assert advance_pending(execution.pk) == 1
     completed = Event.objects.filter(execution=execution, type="task_completed", node_id="a")
     assert [e.data["output"] for e in completed] == [1]
     verified(execution)
@@ -310,7 +310,7 @@ def test_a_holder_that_looks_before_the_worker_writes_is_covered_by_the_worker_s
     assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
     # The claim logged first: the holder's drain must not lock a's row, or the write would
     # wait on it (the next test) instead of landing while the lock is held.
-    assert sweeper.advance_pending(execution.pk, claims=True) == 1
+    assert advance_pending(execution.pk, claims=True) == 1
     taken, release = threading.Event(), threading.Event()
     holder = threading.Thread(target=_holder, args=(execution, taken, release))
     holder.start()
@@ -490,7 +490,7 @@ def test_a_look_an_eager_unit_left_is_taken_at_the_end_of_the_message(monkeypatc
     other = attempt_claim(attempt_id=c.pk, worker_id="other")
     assert other is not None
     # Its claim logged: b's unit must not lock c's row (the result below would wait on it).
-    assert sweeper.advance_pending(execution.pk, claims=True) == 1
+    assert advance_pending(execution.pk, claims=True) == 1
     real_look_later = UnitOfWork.look_later
     left: list[bool] = []
 
@@ -542,6 +542,119 @@ def test_a_message_whose_units_all_looked_owes_no_look_at_its_end():
         with held(execution, recheck=True):
             assert attempt_complete(attempt_id=nxt.attempt_id, worker_id="w", output=2, claimed=nxt)
         assert owed == set()  # into the inbox, then looked: nothing owed
+    execution.refresh_from_db()
+    assert execution.status == "succeeded"
+    verified(execution)
+
+
+SIGNAL_AND_STEP = {
+    "nodes": [
+        {"id": "a", "type": "function", "function": "std.echo", "input": {"n": 1}},
+        {"id": "s", "type": "signal", "signal": "go"},
+    ]
+}
+
+
+def test_a_holder_whose_transaction_rolls_back_still_looks(monkeypatch):
+    """An API request takes the lock and is refused after it (an unknown signal: the
+    transaction rolls back). While it held the lock a worker's result found it taken,
+    went into the inbox, and its look found the lock still taken. The rolled-back holder
+    registered no look after commit: the end of its block (kernel/lock.py looking_after)
+    looks, outside the transaction, and logs the result without the sweeper."""
+    execution = start(SIGNAL_AND_STEP)
+    a = attempt_of(execution, "a")
+    assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
+    recorded: list[bool] = []
+    real = signals.definition_for
+
+    def definition_for(version_id: int) -> Any:
+        def worker() -> None:  # while the request holds the lock
+            try:
+                recorded.append(attempt_complete(attempt_id=a.pk, worker_id="w", output=7))
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(scaled(10))
+        return real(version_id)
+
+    monkeypatch.setattr(signals, "definition_for", definition_for)
+    with pytest.raises(control.UnknownNode):
+        signals.execution_signal(execution_id=execution.pk, name="nobody waits for this")
+    assert recorded == [True]
+    a.refresh_from_db()
+    assert (a.status, a.unlogged) == (AttemptStatus.SUCCEEDED, False)
+    completed = Event.objects.filter(execution=execution, type="task_completed", node_id="a")
+    assert [e.data["output"] for e in completed] == [7]
+    assert not Event.objects.filter(execution=execution, type="signal_received").exists()
+    verified(execution)
+
+
+ROOTS = {
+    "nodes": [
+        {"id": f"b{n}", "type": "function", "function": "std.echo", "input": {"n": n}}
+        for n in range(1, LOOK_UNITS + 2)
+    ]
+}
+
+
+@pytest.mark.parametrize("looker", ["lease keeper", "sweeper"])
+def test_a_look_cut_at_look_units_outside_a_message_hands_on_what_its_last_unit_let_in(
+    monkeypatch, looker
+):
+    """A look with no worker message around it (the lease keeper's, worker/runtime.py
+    show_running; the sweeper's inbox phase) runs LOOK_UNITS units, each draining a
+    result another worker wrote while the unit before held the lock; the last unit's
+    result, whose writer's look found that unit holding the lock, is owed a look after
+    it. The cut look hands it on to a message (kernel/lock.py hand_on), which logs it:
+    not left to the sweeper's next tick."""
+    execution = start(ROOTS)
+    rows = [attempt_of(execution, f"b{n}") for n in range(1, LOOK_UNITS + 2)]
+    claims = [attempt_claim(attempt_id=row.pk, worker_id="w") for row in rows]
+    assert None not in claims
+    assert advance_pending(execution.pk, claims=True) == 1  # the claims: logged
+    with held(execution, recheck=False):  # b1's result into the inbox, no look after it
+        assert attempt_complete(attempt_id=rows[0].pk, worker_id="w", output=1)
+    looker = threading.get_ident()
+    units: list[int] = []
+    recorded: list[bool] = []
+    real_commit = UnitOfWork.commit
+
+    def commit(work: UnitOfWork, *, decided: bool) -> None:
+        real_commit(work, decided=decided)
+        if threading.get_ident() != looker:
+            return
+        units.append(1)
+        row = rows[len(units)]  # the next result, written while this unit holds the lock
+
+        def worker() -> None:
+            try:
+                recorded.append(attempt_complete(attempt_id=row.pk, worker_id="w", output=0))
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(scaled(10))
+
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+    monkeypatch.setattr(UnitOfWork, "commit", commit)
+    with messages.diverted(lambda name, args, countdown: sent.append((name, args))):
+        if looker == "lease keeper":
+            runtime.show_running(claims[0])  # type: ignore[arg-type]
+        else:
+            sweeper._drain_inboxes(sweeper.SweepReport(), None, [])  # type: ignore[arg-type]
+    monkeypatch.setattr(UnitOfWork, "commit", real_commit)
+    assert len(units) == LOOK_UNITS  # cut
+    assert recorded == [True] * LOOK_UNITS  # each into the inbox: the lock was taken
+    last = rows[-1]
+    last.refresh_from_db()
+    assert last.unlogged  # the last unit's: logged by no look so far
+    assert sent, "the cut look handed nothing on"
+    assert sent == [(messages.LOOK_INBOX, (str(execution.pk),))]
+    tasks.look_inbox(str(execution.pk))  # the message, as a worker takes it
+    assert not Attempt.objects.filter(execution=execution, unlogged=True).exists()
     execution.refresh_from_db()
     assert execution.status == "succeeded"
     verified(execution)

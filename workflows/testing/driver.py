@@ -48,6 +48,7 @@ BODIES: dict[str, Callable[..., Any]] = {
     messages.NOTIFY_PARENT: tasks.notify_parent,
     messages.ADMIT: tasks.admit,
     messages.CANCEL_EXECUTION: tasks.cancel_execution,
+    messages.LOOK_INBOX: tasks.look_inbox,
     messages.RELEASE_SCHEDULE: tasks.release_schedule,
 }
 

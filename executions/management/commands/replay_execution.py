@@ -29,7 +29,7 @@ from executions.engine.events import Event
 from executions.engine.fold import fold
 from executions.engine.state import ExecutionState
 from executions.engine.verify import verify_log
-from executions.kernel.lock import lock_execution
+from executions.kernel.lock import lock_execution, looking_after
 from executions.kernel.log import engine_events, load_state, verifiable_log
 from executions.kernel.projections import differences, rebuild
 from executions.models import Execution
@@ -116,7 +116,7 @@ class Command(BaseCommand):
             state = fold(events, execution_id=str(execution.pk))
         bar.close()
         if options["rebuild"]:
-            with transaction.atomic():
+            with looking_after(), transaction.atomic():
                 locked = lock_execution(execution.pk).execution
                 full = load_state(locked) if at_seq is None else state
                 rebuild(locked, full, definition_for(locked.version_id))
