@@ -28,15 +28,16 @@ statement (`try_lock_or_leave`): beside the UPDATE that sets the row if the lock
 one that writes the result into it if not, each conditional on the one MATERIALIZED read
 of the locked row, so exactly one of them runs. Every unit of work drains the inbox first
 (its facts become events in the order they happened, then one decision for all of them).
-Every holder of the lock looks at the inbox once it lets go (`after_commit`). The worker
-writes and commits, then looks; the holder lets go, then looks: whichever way their steps
-interleave, one of the two sees the fact. In one statement or two, the holder may still
+Every holder of the lock looks at the inbox once it lets go (`after_commit`), whether its
+transaction committed or rolled back. The worker writes and commits, then looks; the
+holder lets go, then looks: whichever way their steps interleave, one of the two sees the
+fact. In one statement or two, the holder may still
 let go between the failed lock and the write (the write waits on the row while the
 holder's drain has it locked) and look before the write commits: the worker's look, after
 its commit, is the one that sees it.
 
 **The lookers**, each running at most LOOK_UNITS units (a hot execution must not keep its
-looker from everything else; what is left goes to the next holder, writer or sweeper tick):
+looker from everything else; a look cut there hands on what is left, below):
 
 1. Every holder, after its commit: the lock registers the look (`_look_after`).
 2. A unit of work takes that look over (`Look.taken`) and looks after its own on_commit
@@ -45,29 +46,38 @@ looker from everything else; what is left goes to the next holder, writer or swe
    (services/attempts.py `_finish`): the lock may have been let go meanwhile.
 4. A worker's lease keeper, SHOW_RUNNING_AFTER into an attempt that runs on, drains its
    claims too, so the attempt shows as running (worker/runtime.py `show_running`).
-5. A worker at the end of its message, only where it owes one (below; worker/runtime.py
-   `run_attempt`).
-6. The sweeper's inbox phase, every tick: the backstop for a looker that died
-   (services/sweep.py `_drain_inboxes`).
+5. The end of a block (`looking_after`), only where its thread owes a look (below): a
+   worker's message (worker/runtime.py `run_attempt`), and every transaction of the
+   services that takes a lock (an API request's, a timer's, a child's notice, the
+   sweeper's top-up, a result recorded outside a worker's message). This is the look of
+   a holder whose transaction rolled back: Django runs no hook on a rollback, so the lock's
+   own look (1), registered on_commit, is dropped with it.
+6. A message a cut look sent (executions/tasks.py `look_inbox`, below).
+7. The sweeper's inbox phase, every tick: the backstop for a looker that died, or a
+   message lost (services/sweep.py `_drain_inboxes`).
 
 **When a look is skipped.** A new execution's unit (no worker knows it yet). The units of a
 look itself (`advance_pending`: the loop is the look, `recheck=False`). A unit whose worker
 claimed its next attempt eagerly (`UnitOfWork.look_later`): it leaves the look to that
 worker's next unit, its lease keeper or the end of its message (services/attempts.py
-`_finish_locked`). The look at the end of a worker's message, where none is owed (below).
+`_finish_locked`). The look at the end of a block, where none is owed (below).
 A drain is skipped when the lock, taken without waiting, read the inbox
 empty in its own SELECT (`Locked.inbox_waiting`); a lock that waited drains without
 asking, its reading being from before the wait. A unit that drained the inbox must
 commit: one that did not, in a transaction that did, is logged as the bug it is
 (`Look.uncommitted`).
 
-**The look at the end of a message.** A worker's thread keeps, for each message, the
+**The look at the end of a block.** A thread inside a block (`looking_after`: a worker's
+message, a service's transaction; a block inside another is the outer one's) keeps the
 executions whose lock it took and has not looked after since (kernel/handle.py
 `looks_owed`): taking a lock owes a look (`_lock`), and a look of the thread's own run to
-the end settles it (`after_commit`: it found the inbox empty or the lock taken, within
-LOOK_UNITS). At the end of the message it looks only at what it still owes: an eager
-unit's execution whose next unit did not come (the last attempt lost its lease, or stopped
-cancelled), a lock whose transaction rolled back, a look cut at LOOK_UNITS or that failed.
+the end settles it (`look`: it found the inbox empty or the lock taken, within
+LOOK_UNITS). At the end of the block, outside any transaction, it looks only at what it
+still owes: an eager unit's execution whose next unit did not come (the last attempt lost
+its lease, or stopped cancelled), a lock whose transaction rolled back (or whose
+savepoint did: PostgreSQL lets go of a row lock taken in a savepoint rolled back to), a
+look cut at LOOK_UNITS or that failed. A block that ends inside a transaction of its
+caller's own looks once that commits; one that rolls back leaves it to the sweeper.
 Why that loses nothing: a fact is owed a look by the holder whose lock its writer's look
 found taken. A lock of this thread's is let go either with its look run after it (a
 unit's own, `UnitOfWork` recheck; the lock's, `_look_after`: both are `after_commit`,
@@ -77,7 +87,17 @@ go, so it reads every fact written while they were held (each writer committed i
 before its look found the lock taken); what it cannot log because another holder has the
 lock, that holder logs (it drains first, and looks once it lets go). So what is left owed
 at the end is exactly what no look has covered. A worker that dies first leaves it to the
-sweeper, as before.
+sweeper, as before. The common path owes nothing at its end and sends no statement there.
+
+**A look cut at LOOK_UNITS.** Each unit of a look holds the lock, and the last one lets go
+with no look after it: a result written while it ran, whose writer's look found it
+holding the lock, is owed one. Inside a block the execution stays owed and the block's
+end looks again. A look with no block around it (the lease keeper's, the sweeper's, the
+block's own end, a lock's look after commit where no block is open) hands on (`hand_on`):
+it asks whether a result waits (a statement on this path only) and, if one does, sends a
+message that looks (`look_inbox`), whose look may be cut and hand on in turn. So a hot
+execution's inbox waits for a broker hop, not for the sweeper's tick, and no thread is
+kept by it past LOOK_UNITS units.
 
 **Claims and results in the inbox.** A result is never ordered before its own claim,
 whatever the worker's clock did; facts the log has moved past (a result for an attempt
@@ -109,8 +129,8 @@ from workflows import logs
 log = logging.getLogger(__name__)
 
 #: At most this many units per look: a hot execution must not keep its looker (a request,
-#: a worker between messages, the sweeper) from everything else. What is left is looked
-#: at by the next holder, the next worker that writes, or the sweeper's next tick.
+#: a worker between messages, the sweeper) from everything else. What is left, the end of
+#: the looker's block or a message looks at ("A look cut at LOOK_UNITS" above).
 LOOK_UNITS = 3
 
 

@@ -10,6 +10,7 @@ worker drops what it has. The result event's unique constraint is the last backs
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -658,8 +659,11 @@ def _finish(
     # A worker's own result never waits for the lock: taken, it goes into the inbox
     # (kernel/inbox.py), in the same statement. A verdict on someone else's attempt (a
     # timeout) is taken under the lock, after the inbox: a result that came first wins.
+    # Every lock let go is looked after, committed or rolled back (kernel/lock.py). One
+    # that claims its next attempt is a worker's message, whose own block does that.
+    after = looking_after() if claim_next_for is None else nullcontext()
     try:
-        with looking_after(), transaction.atomic():
+        with after, transaction.atomic():
             if worker_id is not None:
                 # The result's own UPDATE goes with the lock: the row set if the lock is
                 # taken, the row set and the result written into the inbox if not.
