@@ -319,16 +319,19 @@ def looking_after() -> Iterator[None]:
     try:
         with looks_owed() as owed:
             yield
-    finally:
-        owes = sorted(owed)
-        if owes and transaction.get_connection().in_atomic_block:
-            transaction.on_commit(partial(_look_at, owes))
-        else:
-            _look_at(owes)
+    except Exception:
+        _look_at(sorted(owed))  # a refusal, a failure: its rollback registered no look
+        raise
+    # Not on SystemExit and the like: the process is going, the sweeper looks.
+    _look_at(sorted(owed))
 
 
 def _look_at(execution_ids: Sequence[str]) -> None:
-    # Outside the block: a look cut again hands on (`look`).
+    """The end of a block's looks: now, or, inside a transaction of the caller's own, once
+    it commits. Outside the block, so a look cut again hands on (`look`)."""
+    if execution_ids and transaction.get_connection().in_atomic_block:
+        transaction.on_commit(partial(_look_at, execution_ids))
+        return
     for execution_id in execution_ids:
         after_commit(execution_id)
 

@@ -5,6 +5,7 @@ with real connections: a lock held by another thread is a real row lock."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -555,12 +556,15 @@ SIGNAL_AND_STEP = {
 }
 
 
-def test_a_holder_whose_transaction_rolls_back_still_looks(monkeypatch):
+@pytest.mark.parametrize("outer", [False, True], ids=["own transaction", "caller's transaction"])
+def test_a_holder_whose_transaction_rolls_back_still_looks(monkeypatch, outer):
     """An API request takes the lock and is refused after it (an unknown signal: the
     transaction rolls back). While it held the lock a worker's result found it taken,
     went into the inbox, and its look found the lock still taken. The rolled-back holder
     registered no look after commit: the end of its block (kernel/lock.py looking_after)
-    looks, outside the transaction, and logs the result without the sweeper."""
+    looks, outside the transaction, and logs the result without the sweeper. `outer`:
+    the request runs in a transaction of its caller's, its own a savepoint (rolled back
+    to, it lets go of the lock): the look comes once the caller's commits."""
     execution = start(SIGNAL_AND_STEP)
     a = attempt_of(execution, "a")
     assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
@@ -580,8 +584,11 @@ def test_a_holder_whose_transaction_rolls_back_still_looks(monkeypatch):
         return real(version_id)
 
     monkeypatch.setattr(signals, "definition_for", definition_for)
-    with pytest.raises(control.UnknownNode):
-        signals.execution_signal(execution_id=execution.pk, name="nobody waits for this")
+    with transaction.atomic() if outer else contextlib.nullcontext():
+        with pytest.raises(control.UnknownNode):
+            signals.execution_signal(execution_id=execution.pk, name="nobody waits for this")
+        if outer:
+            assert Attempt.objects.get(pk=a.pk).unlogged  # not before the caller commits
     assert recorded == [True]
     a.refresh_from_db()
     assert (a.status, a.unlogged) == (AttemptStatus.SUCCEEDED, False)
