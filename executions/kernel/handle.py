@@ -1,6 +1,7 @@
 """What the lock hands its holder (executions/kernel/lock.py): the locked row and what the
 holder owes the inbox once it lets go, as typed fields instead of attributes on the row;
-and, for a worker's message, the looks its thread still owes (`looks_owed`)."""
+and, for a block (a worker's message, a service's call), the looks its thread still owes
+(`looks_owed`)."""
 
 from __future__ import annotations
 
