@@ -13,15 +13,25 @@ back to the broker and is dropped at the next claim).
 Only a prefork pool child may end itself (`replace_process_on_expiry`, set by
 config/celery.py at worker_process_init): in any other process the watchdog records the
 failure and leaves the thread to finish on its own.
+
+One clock thread per process keeps every armed watchdog's deadline (`_Clock`), as the
+lease keeper keeps the leases (worker/lease.py): a timer thread per attempt cost its start
+(which waits for the new thread to be scheduled) and its end on every hop of a chain,
+most of the worker's own time per hop under load. An expiry still runs in a thread of its
+own, started when it fires: a slow record never delays another attempt's.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Any
 
 from django.db import connection
 
@@ -75,19 +85,30 @@ class Watchdog:
         self.claimed, self.worker, self._exit = claimed, worker, exit
         self.seconds = hard_limit_seconds(claimed)
         self.fired = threading.Event()
-        self._timer = threading.Timer(self.seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.name = f"watchdog-{claimed.attempt_id}"
+        #: Set once an expiry has run to its end (its record written, its exit decided).
+        self.expired = threading.Event()
+        self._armed: tuple[_Clock, _Entry] | None = None
         self._reclaim: threading.Timer | None = None
 
     def arm(self) -> Watchdog:
-        self._timer.start()
+        clock = _clock()
+        self._armed = clock, clock.add(time.monotonic() + self.seconds, self)
         return self
 
     def disarm(self) -> None:
-        self._timer.cancel()
+        if self._armed is not None:
+            clock, entry = self._armed
+            clock.cancel(entry)
+            self._armed = None
         if self._reclaim is not None:
             self._reclaim.cancel()
+
+    def _fire(self) -> None:
+        """Called by the clock at the deadline: the expiry in a thread of its own."""
+        expiry = threading.Thread(
+            target=self._expire, name=f"watchdog-{self.claimed.attempt_id}", daemon=True
+        )
+        expiry.start()
 
     def reclaim_after(self, seconds: float) -> None:
         """The attempt already has its result (its function stopped making progress): if
@@ -110,8 +131,11 @@ class Watchdog:
             self._exit()
 
     def _expire(self) -> None:
-        with attempt_scope(self.claimed, self.worker):
-            self._record_expiry()
+        try:
+            with attempt_scope(self.claimed, self.worker):
+                self._record_expiry()
+        finally:
+            self.expired.set()
 
     def _record_expiry(self) -> None:
         self.fired.set()
@@ -138,3 +162,107 @@ class Watchdog:
             connection.close()
         if replace_process_on_expiry:
             self._exit()
+
+
+#: An armed deadline in the clock's heap: [when (monotonic), order, its watchdog], the
+#: watchdog None once disarmed (left in the heap until due or compacted away).
+_Entry = list[Any]
+
+
+class _Clock(threading.Thread):
+    """Fires each armed watchdog at its deadline, in one thread for the process. Arming
+    costs a lock and a heap push; the thread wakes only for the earliest deadline, and
+    every deadline is the attempt's hard limit (an hour by default), so a short attempt
+    never wakes it."""
+
+    #: A heap this long, at least half of it disarmed, is compacted by the next disarm.
+    COMPACT_AT = 256
+
+    def __init__(self) -> None:
+        super().__init__(name="watchdog-clock", daemon=True)
+        self.pid = os.getpid()
+        self._heap: list[_Entry] = []
+        self._order = itertools.count()
+        self._disarmed = 0
+        self._wake = threading.Condition()
+
+    def add(self, at: float, dog: Watchdog) -> _Entry:
+        entry: _Entry = [at, next(self._order), dog]
+        with self._wake:
+            earliest = not self._heap or at < self._heap[0][0]
+            heapq.heappush(self._heap, entry)
+            if earliest:  # else the thread wakes before this one is due anyway
+                self._wake.notify()
+        return entry
+
+    def cancel(self, entry: _Entry) -> None:
+        with self._wake:
+            if entry[2] is None:
+                return
+            entry[2] = None
+            self._disarmed += 1
+            heap = self._heap
+            if len(heap) >= self.COMPACT_AT and 2 * self._disarmed >= len(heap):
+                # Only later deadlines are left: the thread's wait ends early, and waits again.
+                self._heap = [armed for armed in heap if armed[2] is not None]
+                heapq.heapify(self._heap)
+                self._disarmed = 0
+
+    def armed(self) -> int:
+        with self._wake:
+            return len(self._heap) - self._disarmed
+
+    def run(self) -> None:
+        while True:
+            for dog in self._due():
+                try:
+                    dog._fire()
+                except Exception:  # a thread that cannot start must not stop the clock
+                    log.exception("the watchdog of attempt %s could not fire",
+                                  dog.claimed.attempt_id)  # fmt: skip
+
+    def _due(self) -> list[Watchdog]:
+        """Wait for the deadlines due now; the watchdogs still armed among them."""
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                heap = self._heap
+                due: list[Watchdog] = []
+                while heap and heap[0][0] <= now:
+                    entry = heapq.heappop(heap)
+                    if entry[2] is None:
+                        self._disarmed -= 1
+                    else:
+                        due.append(entry[2])
+                        entry[2] = None  # fired: a disarm from now on has nothing to cancel
+                if due:
+                    return due
+                self._wake.wait(heap[0][0] - now if heap else None)
+
+
+_clock_thread: _Clock | None = None
+_clock_lock = threading.Lock()
+
+
+def _clock() -> _Clock:
+    """This process's clock, started on first use (in a prefork pool child: after the
+    fork, since threads do not survive one)."""
+    global _clock_thread
+    clock = _clock_thread
+    if clock is not None and clock.pid == os.getpid() and clock.is_alive():
+        return clock
+    with _clock_lock:
+        clock = _clock_thread
+        if clock is None or clock.pid != os.getpid() or not clock.is_alive():
+            clock = _Clock()
+            clock.start()
+            _clock_thread = clock
+        return clock
+
+
+def _after_fork_in_child() -> None:
+    global _clock_thread, _clock_lock
+    _clock_thread, _clock_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -4,6 +4,7 @@ and the response it keeps, a server's Retry-After, and the attempt's hard limit.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterator
 from email.utils import formatdate
@@ -145,10 +146,9 @@ def test_the_hard_limit_is_the_smaller_bound_plus_a_grace(
 
 
 def expired(dog: watchdog.Watchdog) -> None:
-    """Until the watchdog's timer has fired and its thread ended: the record written and
-    the exit decided, both, when this returns."""
-    dog._timer.join(timeout=scaled(5))
-    assert not dog._timer.is_alive(), "the watchdog never finished firing"
+    """Until the watchdog has fired and its expiry ended: the record written and the exit
+    decided, both, when this returns."""
+    assert dog.expired.wait(timeout=scaled(5)), "the watchdog never finished firing"
     assert dog.fired.is_set()
 
 
@@ -200,10 +200,31 @@ def test_outside_a_pool_child_the_watchdog_records_but_never_exits() -> None:
 
 
 def test_a_disarmed_watchdog_never_fires() -> None:
-    with overridden(attempt_hard_limit_seconds=0.05):
+    with (
+        overridden(attempt_hard_limit_seconds=0.05),
+        mock.patch.object(watchdog, "attempt_fail", return_value=True) as fail,
+        mock.patch.object(watchdog, "connection"),
+    ):
         dog = watchdog.Watchdog(claimed_for(), "w1", exit=lambda: None).arm()
         dog.disarm()
-        # Its timer's thread ended without firing: it never can now.
-        dog._timer.join(timeout=scaled(5))
-        assert not dog._timer.is_alive()
-        assert not dog.fired.is_set()
+        # The process's one clock fires deadlines in order: once one armed after it has
+        # fired, the disarmed one's deadline has passed without firing.
+        later = watchdog.Watchdog(claimed_for(), "w2", exit=lambda: None).arm()
+        expired(later)
+    assert not dog.fired.is_set()
+    assert not dog.expired.is_set()
+    assert [call.kwargs["worker_id"] for call in fail.call_args_list] == ["w2"]
+
+
+def test_one_clock_thread_serves_every_watchdog_of_a_process() -> None:
+    """Arming and disarming start no thread (the clock's is started once), and disarmed
+    deadlines do not pile up in the clock."""
+    with overridden(attempt_hard_limit_seconds=3600.0):
+        watchdog.Watchdog(claimed_for(), "w0", exit=lambda: None).arm().disarm()
+        threads = threading.active_count()
+        before = watchdog._clock().armed()
+        for _ in range(3 * watchdog._Clock.COMPACT_AT):
+            watchdog.Watchdog(claimed_for(), "w1", exit=lambda: None).arm().disarm()
+        assert threading.active_count() == threads
+        assert watchdog._clock().armed() == before
+        assert len(watchdog._clock()._heap) < 2 * watchdog._Clock.COMPACT_AT + before
