@@ -651,11 +651,6 @@ def _finish(
     if row is None:
         return False, None
     result = Decision(event_type, row["node_id"], row["attempt"], data)
-    mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING)
-    if worker_id is not None:
-        mine = mine.filter(worker_id=worker_id)
-    if only_if is not None:
-        mine = mine.filter(only_if)
     # A worker's own result never waits for the lock: taken, it goes into the inbox
     # (kernel/inbox.py), in the same statement. A verdict on someone else's attempt (a
     # timeout) is taken under the lock, after the inbox: a result that came first wins.
@@ -677,6 +672,10 @@ def _finish(
                     return False, None  # not this worker's attempt any more
             else:
                 locked = lock_execution(row["execution_id"])
+                # Built here only: a worker's result (above) has its UPDATE written out.
+                mine = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING)
+                if only_if is not None:
+                    mine = mine.filter(only_if)
                 if not mine.update(status=status, finished_at=clock.now()):
                     return False, None
             if locked is not None:
