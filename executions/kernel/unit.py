@@ -28,7 +28,7 @@ from executions.kernel.capacity import dispatch_after_commit, in_flight_cap, top
 from executions.kernel.effects import Held, Hold, apply_effects
 from executions.kernel.handle import Locked
 from executions.kernel.projections import project_tasks, save_execution
-from executions.kernel.writes import Writes, insert_events, staged
+from executions.kernel.writes import EventRow, Writes, insert_events, staged
 from executions.models import Attempt, Event, Execution
 from workflows import clock
 from workflows.dsl import Definition
@@ -104,7 +104,8 @@ class UnitOfWork:
         self.outbox = messages.Outbox()
         #: The definition decide read, if it did: map items' Task rows are created from it.
         self.definition: Definition | None = None
-        self._rows: list[Event] = []
+        #: The new events' column values (EventRow), in seq order.
+        self._rows: list[EventRow] = []
         self._appended: list[Decision] = []
         self._applied = 0
         #: What the unit holds back (effects.Held), and whether a claim took one of the
@@ -141,7 +142,10 @@ class UnitOfWork:
                 "timestamp": moment,
             }
             digest = event_hash(execution.last_hash, **fields)
-            self._rows.append(Event(execution=execution, source=source, hash=digest, **fields))
+            # The row's values, not a model instance: on PostgreSQL they go into the
+            # writes' statement as JSON (kernel/writes.py insert_events).
+            fields["source"], fields["hash"] = source, digest
+            self._rows.append(fields)
             execution.last_seq, execution.last_hash = seq, digest
         self._appended.extend(decisions)
         if at is not None:
@@ -245,7 +249,7 @@ class UnitOfWork:
         if self._rows and writes is not None:
             insert_events(writes, execution, self._rows)
         elif self._rows:
-            Event.objects.bulk_create(self._rows)
+            Event.objects.bulk_create([Event(execution=execution, **row) for row in self._rows])
         # An execution being started is inserted by its first unit, with its attempts in
         # the same statement: no one can read them before it is sent.
         self.apply_effects(writes=writes if execution._state.adding else None)

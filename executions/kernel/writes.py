@@ -158,18 +158,11 @@ ORDER BY v.seq
 )
 
 
-def insert_events(writes: Writes, execution: Execution, rows: Sequence[Event]) -> None:
-    payload = [
-        {
-            "seq": row.seq,
-            "type": row.type,
-            "node_id": row.node_id,
-            "attempt": row.attempt,
-            "data": row.data,
-            "timestamp": row.timestamp.isoformat(),
-            "source": row.source,
-            "hash": row.hash,
-        }
-        for row in rows
-    ]
+#: A new event's columns but its execution, by field name (seq, type, node_id, attempt,
+#: data, timestamp, source, hash): what a unit of work stages (kernel/unit.py).
+EventRow = dict[str, Any]
+
+
+def insert_events(writes: Writes, execution: Execution, rows: Sequence[EventRow]) -> None:
+    payload = [{**row, "timestamp": row["timestamp"].isoformat()} for row in rows]
     writes.add(_INSERT_EVENTS, [str(execution.pk), json.dumps(payload)])
