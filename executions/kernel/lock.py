@@ -330,8 +330,15 @@ def _look_at(execution_ids: Sequence[str]) -> None:
     """The end of a block's looks: now, or, inside a transaction of the caller's own, once
     it commits. Outside the block, so a look cut again hands on (`look`)."""
     if execution_ids and transaction.get_connection().in_atomic_block:
-        transaction.on_commit(partial(_look_at, execution_ids))
+        # Once it commits, look whatever runs the hook: not _look_at again, which a hook
+        # run inside a transaction (a TestCase's captureOnCommitCallbacks(execute=True))
+        # would register anew for ever.
+        transaction.on_commit(partial(_look_now, execution_ids))
         return
+    _look_now(execution_ids)
+
+
+def _look_now(execution_ids: Sequence[str]) -> None:
     for execution_id in execution_ids:
         after_commit(execution_id)
 

@@ -210,6 +210,22 @@ def test_execution_finished_is_sent_once_after_the_commit_that_ends_it(
         execution_finished.disconnect(broken)
 
 
+@pytest.mark.timeout(60)
+def test_a_call_inside_a_transaction_whose_hooks_run_inside_one_ends(
+    django_capture_on_commit_callbacks,
+) -> None:
+    """A call that takes a lock inside the caller's transaction leaves the end of its
+    block's look (kernel/lock.py looking_after) to the commit. Where the hooks run inside a
+    transaction themselves (a host project's TestCase, captureOnCommitCallbacks with
+    execute=True), that look runs once: it does not put itself off again for ever."""
+    run = api.start(make_version(APPROVAL).workflow.name)
+    with django_capture_on_commit_callbacks(execute=True) as hooks, transaction.atomic():
+        run.cancel()
+        assert Execution.objects.get(pk=run.id).status == "cancelled"
+    assert 0 < len(hooks) < 10
+    assert api.get(run.id).status == "cancelled"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_async_twins() -> None:
     name = make_version(APPROVAL).workflow.name
