@@ -15,12 +15,41 @@ peer gone silent: Django's `SELECT 1` waits on it as the request's first query d
 from __future__ import annotations
 
 import select
+from typing import Any
 
-from django.db.backends.postgresql import base
+from django.db.backends.postgresql import base, operations
+from psycopg import DataError
 from psycopg.pq import TransactionStatus
 
 
+class DatabaseOperations(operations.DatabaseOperations):
+    def last_executed_query(self, cursor: Any, sql: str, params: Any) -> Any:
+        server_bound = base.ServerBindingCursor  # type: ignore[attr-defined]
+        binds_on_server = self.connection.features.uses_server_side_binding  # type: ignore[attr-defined]
+        if isinstance(cursor, server_bound) and not binds_on_server:
+            # The hot path's server-bound statements (executions/kernel/prepared.py) on a
+            # connection whose other cursors bind on the client: the text Django logs (its
+            # debug cursor, CaptureQueriesContext) is composed as for a server-bound one.
+            try:
+                return self.compose_sql(sql, params)
+            except DataError:
+                return None
+        return super().last_executed_query(cursor, sql, params)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
+    def get_connection_params(self) -> dict[str, Any]:
+        params = super().get_connection_params()
+        if "prepare_threshold" not in self.settings_dict["OPTIONS"]:
+            # Django's default is None (nothing prepared, for poolers' sake); psycopg's is 5.
+            # Only the hot path's server-bound statements are ever prepared
+            # (executions/kernel/prepared.py): Django's client-bound cursors never are. A
+            # host behind PgBouncer in transaction mode sets it to None in OPTIONS.
+            params["prepare_threshold"] = 5
+        return params
+
     def is_usable(self) -> bool:
         conn = self.connection
         if conn is None or conn.closed:

@@ -24,6 +24,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Field, Model
 
+from executions.kernel import prepared
 from executions.models import Event, Execution
 from executions.sqlnames import sql
 
@@ -71,7 +72,10 @@ class Writes:
             statement = "WITH " + ",\n".join(named) + "\n" + read
             params = [value for _, values, _, _ in parts for value in values]
             params += [value for _, _, _, values in parts for value in values]
-        with connection.cursor() as cursor:
+        # Server-bound; prepared once its text (a unit's shape: a chain hop's is the same
+        # every hop) comes back prepare_threshold times.
+        bound = prepared.bound(fixed=False, params=len(params))
+        with bound, connection.cursor() as cursor:
             cursor.execute(statement, params)
             if returning is not None:
                 returning[1](cursor.fetchall())

@@ -24,7 +24,7 @@ from executions.engine.events import Decision, EventType, Source
 from executions.engine.faults import faults_for
 from executions.engine.payloads import TaskRateLimited, TaskStarted, decided, to_json
 from executions.engine.statuses import ExecutionStatus
-from executions.kernel import inbox
+from executions.kernel import inbox, prepared
 from executions.kernel.advance import record_and_decide
 from executions.kernel.capacity import pool_admits, pool_of
 from executions.kernel.handle import Locked
@@ -164,7 +164,7 @@ def _claim_in_one(attempt_id: int, worker_id: str) -> Claimed | None:
     is no longer scheduled): attempt_claim then reads the row and decides."""
     now = clock.now()
     default = engine_settings.DEFAULT_LEASE_SECONDS
-    with connection.cursor() as cursor:
+    with prepared.bound(), connection.cursor() as cursor:
         cursor.execute(
             _CLAIM_IN_ONE, [worker_id, now, now + timedelta(seconds=default), attempt_id]
         )
@@ -432,7 +432,7 @@ def _claim_next(work: UnitOfWork, worker_id: str) -> Claimed | None:
     now = work.now
     default = engine_settings.DEFAULT_LEASE_SECONDS
     adapt = connection.ops.adapt_datetimefield_value
-    with connection.cursor() as cursor:
+    with prepared.bound(), connection.cursor() as cursor:
         cursor.execute(
             _TAKE_NEXT,
             [
@@ -598,7 +598,7 @@ def _insert_claimed(work: UnitOfWork, row: Attempt, worker_id: str) -> tuple[Cla
         value = claimed[field.name] if once_claimed else getattr(row, field.attname)
         params.append(field.get_db_prep_save(value, connection))
     where = [_db(work.execution), work.execution.priority]
-    with connection.cursor() as cursor:
+    with prepared.bound(), connection.cursor() as cursor:
         cursor.execute(text, [*where, *params])
         attempt_id, taken, alone = cursor.fetchone()
     row.pk = attempt_id
