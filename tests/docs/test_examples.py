@@ -476,6 +476,21 @@ def test_every_json_or_python_block_is_an_example_file_or_marked_illustrative() 
     )
 
 
+def test_every_snippet_include_sits_in_a_fenced_block() -> None:
+    """An include outside a fence is pasted in as prose: a JSON definition then reads as
+    one long paragraph on the page."""
+    loose = []
+    for page in pages():
+        fenced = sum(
+            1 for block in fenced_blocks(page) for line in block.body if SNIPPET.match(line)
+        )
+        lines = page.read_text().splitlines()
+        bare = [n for n, line in enumerate(lines, 1) if SNIPPET.match(line)]
+        if len(bare) != fenced:
+            loose.append(f"{page.relative_to(ROOT)}: lines {bare}, {fenced} inside a fence")
+    assert not loose, "wrap each include in a ```json or ```python fence: " + "; ".join(loose)
+
+
 def test_every_snippet_include_names_a_file_that_exists() -> None:
     missing = []
     for page in DOCS.rglob("*.md"):
