@@ -58,11 +58,9 @@ def looks_owed() -> Iterator[set[str]]:
     the executions whose lock this thread took and whose inbox it has not looked at to the
     end since (kernel/lock.py, "The look at the end of a block"): `owe` adds one, a look
     run to the end by this thread (`settle`) takes it out. What is left at the end is owed
-    a look. A block inside another keeps the outer one's set: the outer block's end looks."""
-    outer = getattr(_owed, "ids", None)
-    if outer is not None:
-        yield outer
-        return
+    a look. Not nested: a block inside another keeps the outer one's set without asking for
+    its own (kernel/lock.py `looking_after` checks `owing` first)."""
+    assert not owing(), "looks_owed inside looks_owed: the outer block's end looks"
     owed: set[str] = set()
     _owed.ids = owed
     try:
