@@ -17,6 +17,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models.functions import Length
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -159,16 +160,25 @@ def parked_nodes(execution: Execution) -> list[str]:
     return node_ids(execution, statuses=(TaskStatus.PARKED,))
 
 
-def parked_tasks(execution: Execution) -> list[str]:
-    """Every parked task an operator may retry or fail: the definition's nodes and each
+#: Parked tasks the confirmation page offers at most (a map of 100,000 items may park
+#: them all): the definition's nodes and the lowest indices come first, and the task the
+#: page was opened for (?node=) is always among them.
+PARKED_CHOICES = 200
+
+
+def parked_tasks(execution: Execution, node: str = "") -> list[str]:
+    """The parked tasks an operator may retry or fail: the definition's nodes and each
     map's items (an item is a task of its own, answered on its own), in the definition's
-    order, a map's items in index order."""
+    order, a map's items in index order; at most PARKED_CHOICES, plus `node` if parked."""
     order = {node_id: n for n, node_id in enumerate(node_ids(execution))}
     parked = Task.objects.filter(execution=execution, status=TaskStatus.PARKED)
-    found = parked.values_list("node_id", flat=True)
+    # `map[9]` before `map[10]`: by length, then the index's digits compare.
+    first = parked.order_by(Length("node_id"), "node_id").values_list("node_id", flat=True)
+    found = list(first[:PARKED_CHOICES])
+    if node and node not in found and parked.filter(node_id=node).exists():
+        found.append(node)
 
     def place(node_id: str) -> tuple[int, int, str]:
-        # `map[9]` before `map[10]`: by length, then the index's digits compare.
         return order.get(node_id.partition("[")[0], len(order)), len(node_id), node_id
 
     return sorted(found, key=place)
@@ -267,7 +277,7 @@ def _unpark(action: str) -> Callable[[Execution, dict[str, Any], str], tuple[str
 
 
 def _parked_form(execution: Execution, data: Any, node: str) -> forms.Form:
-    return ParkedChoice(data, choices=_pairs(parked_tasks(execution)), initial={"node": node})
+    return ParkedChoice(data, choices=_pairs(parked_tasks(execution, node)), initial={"node": node})
 
 
 def _retry_form(execution: Execution, data: Any, node: str) -> forms.Form:
