@@ -102,6 +102,25 @@ def verified(execution: Execution) -> None:
     assert check(execution, linked, events) == []
 
 
+def completed_elsewhere(attempt_id: int, worker_id: str, output: Any) -> bool | None:
+    """attempt_complete on another thread and connection (a worker's, while this thread
+    holds the lock), waited for: what it returned, None if it raised."""
+    returned: list[bool] = []
+
+    def worker() -> None:
+        try:
+            returned.append(
+                attempt_complete(attempt_id=attempt_id, worker_id=worker_id, output=output)
+            )
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(scaled(10))
+    return returned[0] if returned else None
+
+
 def attempt_of(execution: Execution, node: str) -> Attempt:
     return Attempt.objects.get(execution=execution, node_id=node)
 
@@ -493,20 +512,12 @@ def test_a_look_an_eager_unit_left_is_taken_at_the_end_of_the_message(monkeypatc
     # Its claim logged: b's unit must not lock c's row (the result below would wait on it).
     assert advance_pending(execution.pk, claims=True) == 1
     real_look_later = UnitOfWork.look_later
-    left: list[bool] = []
+    left: list[bool | None] = []
 
     def look_later(work: UnitOfWork) -> None:
         real_look_later(work)
-
-        def other_worker() -> None:
-            try:
-                left.append(attempt_complete(attempt_id=c.pk, worker_id="other", output=3))
-            finally:
-                connections.close_all()
-
-        thread = threading.Thread(target=other_worker)  # while this unit holds the lock
-        thread.start()
-        thread.join(scaled(10))
+        # while this unit holds the lock
+        left.append(completed_elsewhere(c.pk, "other", 3))
 
     def execute(claimed: Any, ctx: Any) -> Any:
         if claimed.node.id == "d":
@@ -568,19 +579,12 @@ def test_a_holder_whose_transaction_rolls_back_still_looks(monkeypatch, outer):
     execution = start(SIGNAL_AND_STEP)
     a = attempt_of(execution, "a")
     assert attempt_claim(attempt_id=a.pk, worker_id="w") is not None
-    recorded: list[bool] = []
+    recorded: list[bool | None] = []
     real = signals.definition_for
 
     def definition_for(version_id: int) -> Any:
-        def worker() -> None:  # while the request holds the lock
-            try:
-                recorded.append(attempt_complete(attempt_id=a.pk, worker_id="w", output=7))
-            finally:
-                connections.close_all()
-
-        thread = threading.Thread(target=worker)
-        thread.start()
-        thread.join(scaled(10))
+        # while the request holds the lock
+        recorded.append(completed_elsewhere(a.pk, "w", 7))
         return real(version_id)
 
     monkeypatch.setattr(signals, "definition_for", definition_for)
@@ -625,7 +629,7 @@ def test_a_look_cut_at_look_units_outside_a_message_hands_on_what_its_last_unit_
         assert attempt_complete(attempt_id=rows[0].pk, worker_id="w", output=1)
     looker = threading.get_ident()
     units: list[int] = []
-    recorded: list[bool] = []
+    recorded: list[bool | None] = []
     real_commit = UnitOfWork.commit
 
     def commit(work: UnitOfWork, *, decided: bool) -> None:
@@ -634,16 +638,7 @@ def test_a_look_cut_at_look_units_outside_a_message_hands_on_what_its_last_unit_
             return
         units.append(1)
         row = rows[len(units)]  # the next result, written while this unit holds the lock
-
-        def worker() -> None:
-            try:
-                recorded.append(attempt_complete(attempt_id=row.pk, worker_id="w", output=0))
-            finally:
-                connections.close_all()
-
-        thread = threading.Thread(target=worker)
-        thread.start()
-        thread.join(scaled(10))
+        recorded.append(completed_elsewhere(row.pk, "w", 0))
 
     sent: list[tuple[str, tuple[Any, ...]]] = []
     monkeypatch.setattr(UnitOfWork, "commit", commit)
