@@ -29,8 +29,11 @@ from tests.waiting import eventually
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+#: Two quick attempts, then parked (both definitions below).
+PARK = {"max_attempts": 2, "initial_interval_seconds": 0.2, "on_exhausted": "park"}
+
 DEFINITION = {
-    "retry_policy": {"max_attempts": 2, "initial_interval_seconds": 0.2, "on_exhausted": "park"},
+    "retry_policy": PARK,
     "nodes": [
         {
             "id": "book",
@@ -98,7 +101,7 @@ def test_a_parked_node_is_retried_then_failed_from_its_row(
 
 
 MAP = {
-    "retry_policy": {"max_attempts": 2, "initial_interval_seconds": 0.2, "on_exhausted": "park"},
+    "retry_policy": PARK,
     "nodes": [
         {
             "id": "cards",
