@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from executions.console import actions
 from executions.console.page import EVENTS_PER_PAGE
 from executions.models import Event, Execution, Task
 from tests.factories import start
@@ -314,3 +315,19 @@ def test_replay_on_another_version_after_comparing_it_first() -> None:
     assert response["Location"] == page_of(replay)
     assert replay.version.version == 2
     assert replay.created_by == "otto"
+
+
+@pytest.mark.tampered  # parked rows written straight, no log behind them
+def test_the_parked_choices_are_bounded_and_keep_the_task_asked_about(monkeypatch) -> None:
+    """A map may park every one of its items: the retry/fail parked page offers the first
+    PARKED_CHOICES (the definition's nodes, then by index), and the item its ?node= names."""
+    execution = start({"nodes": [{"id": "a", "type": "function", "function": "std.echo"}]})
+    Task.objects.filter(execution=execution, node_id="a").update(status="parked")
+    for index in range(12):
+        Task.objects.create(
+            execution=execution, node_id=f"m[{index}]", type="function", status="parked"
+        )
+    monkeypatch.setattr(actions, "PARKED_CHOICES", 3)
+    assert actions.parked_tasks(execution) == ["a", "m[0]", "m[1]"]
+    assert actions.parked_tasks(execution, "m[10]") == ["a", "m[0]", "m[1]", "m[10]"]
+    assert actions.parked_tasks(execution, "nope") == ["a", "m[0]", "m[1]"]
