@@ -26,6 +26,7 @@ from collections.abc import Callable
 from django.db import InterfaceError, OperationalError, connection
 
 from executions.services.attempts import attempt_renew, attempt_stalled
+from executions.worker.threads import PerProcess
 from executions.worker.watchdog import attempt_scope
 from nodes.context import Claimed
 
@@ -223,29 +224,5 @@ class InlineKeeper:
 #: Who renews a running attempt's lease.
 Keeper = LeaseKeeper | InlineKeeper
 
-_keeper: LeaseKeeper | None = None
-_keeper_lock = threading.Lock()
-
-
-def lease_keeper() -> LeaseKeeper:
-    """This process's keeper, started on first use (in a prefork pool child: after the
-    fork, since threads do not survive one)."""
-    global _keeper
-    keeper = _keeper
-    if keeper is not None and keeper.pid == os.getpid() and keeper.is_alive():
-        return keeper
-    with _keeper_lock:
-        keeper = _keeper
-        if keeper is None or keeper.pid != os.getpid() or not keeper.is_alive():
-            keeper = LeaseKeeper()
-            keeper.start()
-            _keeper = keeper
-        return keeper
-
-
-def _after_fork_in_child() -> None:
-    global _keeper, _keeper_lock
-    _keeper, _keeper_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+#: This process's keeper (worker/threads.py).
+lease_keeper: PerProcess[LeaseKeeper] = PerProcess(LeaseKeeper)

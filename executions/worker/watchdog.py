@@ -36,6 +36,7 @@ from typing import Any
 from django.db import connection
 
 from executions.services.attempts import DEADLINE_PASSED, attempt_fail, attempt_time_out
+from executions.worker.threads import PerProcess
 from nodes.context import Claimed
 from workflows import logs
 from workflows.dsl.limits import limits, setting_of
@@ -240,29 +241,5 @@ class _Clock(threading.Thread):
                 self._wake.wait(heap[0][0] - now if heap else None)
 
 
-_clock_thread: _Clock | None = None
-_clock_lock = threading.Lock()
-
-
-def _clock() -> _Clock:
-    """This process's clock, started on first use (in a prefork pool child: after the
-    fork, since threads do not survive one)."""
-    global _clock_thread
-    clock = _clock_thread
-    if clock is not None and clock.pid == os.getpid() and clock.is_alive():
-        return clock
-    with _clock_lock:
-        clock = _clock_thread
-        if clock is None or clock.pid != os.getpid() or not clock.is_alive():
-            clock = _Clock()
-            clock.start()
-            _clock_thread = clock
-        return clock
-
-
-def _after_fork_in_child() -> None:
-    global _clock_thread, _clock_lock
-    _clock_thread, _clock_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+#: This process's clock (worker/threads.py).
+_clock: PerProcess[_Clock] = PerProcess(_Clock)
