@@ -72,12 +72,12 @@ class Held:
     pools: set[str] = field(default_factory=set)
     #: The attempt held for its worker's eager claim (Hold.FIRST), not inserted: asked for
     #: with `defer_first`, its caller inserts it, claimed or held (counted in `capped`).
+    #: Handed to the caller, never merged (UnitOfWork.apply_effects returns it).
     first: Attempt | None = None
 
     def add(self, other: Held) -> None:
         self.capped += other.capped
         self.pools |= other.pools
-        self.first = self.first or other.first
 
 
 def apply_effects(

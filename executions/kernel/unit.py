@@ -209,12 +209,13 @@ class UnitOfWork:
 
     def apply_effects(
         self, *, eager: bool = False, defer: bool = False, writes: Writes | None = None
-    ) -> None:
+    ) -> Attempt | None:
         """Create the rows what was appended so far calls for, before the commit: a worker
         that claims an attempt its own result scheduled does so in the same unit
         (`eager`: the first attempt scheduled is then held for that claim; `defer`: and
-        left uninserted for `held_for_claim`, whose caller inserts it claimed). `writes`:
-        the commit's, where the attempts may be staged (effects.apply_effects)."""
+        not inserted but returned: the caller inserts it, claimed or held, and reports a
+        claim with `took_held`). `writes`: the commit's, where the attempts may be staged
+        (effects.apply_effects)."""
         applied = self._appended[self._applied :]
         hold = Hold.NONE
         if any(d.type == EventType.TASK_SCHEDULED for d in applied):
@@ -231,15 +232,10 @@ class UnitOfWork:
             writes=writes,
             defer_first=defer,
         )
+        deferred, held.first = held.first, None
         self._held.add(held)
         self._applied = len(self._appended)
-
-    def held_for_claim(self) -> Attempt | None:
-        """The attempt held for the eager claim and not yet inserted (apply_effects'
-        `defer`): the caller inserts it now, claimed or held, and reports a claim with
-        `took_held`. One left here is inserted held by the commit."""
-        row, self._held.first = self._held.first, None
-        return row
+        return deferred
 
     def commit(self, *, decided: bool) -> None:
         """Write what was appended. `decided`: every event up to now was decided upon (the
@@ -279,8 +275,6 @@ class UnitOfWork:
     def _release_held(self) -> None:
         """Publish what fits of what this unit held or freed (kernel/capacity.py)."""
         held, self._held = self._held, Held()
-        if held.first is not None:  # deferred, and no caller claimed it: held as it was
-            Attempt.objects.bulk_create([held.first])
         if (held.capped > 0 or self._room_made) and not self.state.paused:
             top_up(self.execution, self.now, self.outbox)
         self._room_made = False

@@ -744,8 +744,7 @@ def _finish_locked(
         # one UPDATE of the execution and of each task, for both steps. On PostgreSQL
         # the attempt held for this claim is inserted already claimed where it may be.
         in_one = connection.vendor == "postgresql"
-        work.apply_effects(eager=True, defer=in_one)  # the attempts just scheduled
-        first = work.held_for_claim()
+        first = work.apply_effects(eager=True, defer=in_one)  # the attempts just scheduled
         older = True  # whether an attempt held before may come first: the UPDATE picks
         if first is not None:
             nxt, older = _insert_claimed(work, first, claim_next_for)
