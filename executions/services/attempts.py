@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -544,13 +545,10 @@ FROM inserted, pick
 #: Each parameter of the statement: its field, and whether it is the value once claimed.
 _Params = list[tuple["Field[Any, Any]", bool]]
 
-_INSERT_CLAIMED_SQL: list[tuple[str, _Params]] = []
 
-
+@cache
 def _insert_claimed_sql() -> tuple[str, _Params]:
     """The statement, and the fields whose values its parameters are, in order."""
-    if _INSERT_CLAIMED_SQL:
-        return _INSERT_CLAIMED_SQL[0]
     fields = [f for f in Attempt._meta.concrete_fields if not f.primary_key]
     columns: list[str] = []
     values: list[str] = []
@@ -574,7 +572,6 @@ def _insert_claimed_sql() -> tuple[str, _Params]:
         status=column(Attempt, "status"),
         running=AttemptStatus.RUNNING.value,
     )
-    _INSERT_CLAIMED_SQL.append((text, names))
     return text, names
 
 
